@@ -1,0 +1,292 @@
+"""The one codec for everything stored: plain JSON in and out, fail closed.
+
+Nothing here imports, evaluates or instantiates anything named by the data: blocks are
+chosen from a fixed table by their ``type`` tag, every other value is structured into a
+class this module already knows. Every failure is one typed error that says where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+import orjson
+
+from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
+from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
+from .state import SCHEMA_VERSION, AgentState, History
+
+T = TypeVar("T")
+
+MAX_STATE_BYTES = 8 * 1024 * 1024
+"""Largest encoded state accepted (before parse and before write)."""
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""Largest encoded single message accepted."""
+MAX_DEPTH = 64
+"""Deepest nesting of JSON containers accepted anywhere in a stored document."""
+
+_KNOWN_SECTIONS = frozenset(f.name for f in attrs.fields(AgentState)) - {"extensions"}
+
+# schema_version -> function turning a document of that version into one of version + 1
+UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+# --------------------------------------------------------------------------- converter
+
+
+def _structure_block(obj: Any, _: Any) -> ContentBlock:
+    if not isinstance(obj, dict):
+        raise InvalidState(f"content block must be an object, got {type(obj).__name__}")
+    tag = obj.get("type")
+    cls = BLOCK_TYPES.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        raise InvalidState(f"unknown content block type {tag!r}")
+    return _c.structure(obj, cls)  # type: ignore[no-any-return]
+
+
+def _structure_output(obj: Any, t: Any) -> OutputBlock:
+    block = _structure_block(obj, t)
+    if block.type not in ("text", "image", "data"):
+        raise InvalidState(f"a tool_result output cannot hold a {block.type!r} block")
+    return block  # type: ignore[return-value]
+
+
+def _structure_json(obj: Any, _: Any) -> Any:
+    return obj  # free-form JSON (already parsed, depth-checked); kept as data, never revived
+
+
+def _structure_str(obj: Any, _: Any) -> str:
+    if not isinstance(obj, str):
+        raise InvalidState(f"expected a string, got {type(obj).__name__}")
+    return obj
+
+
+def _structure_int(obj: Any, _: Any) -> int:
+    if type(obj) is not int:
+        raise InvalidState(f"expected an integer, got {type(obj).__name__}")
+    return obj
+
+
+def _structure_bool(obj: Any, _: Any) -> bool:
+    if type(obj) is not bool:
+        raise InvalidState(f"expected a boolean, got {type(obj).__name__}")
+    return obj
+
+
+def _structure_float(obj: Any, _: Any) -> float:
+    if type(obj) not in (int, float):
+        raise InvalidState(f"expected a number, got {type(obj).__name__}")
+    return float(obj)
+
+
+def make_converter() -> cattrs.Converter:
+    """The private converter: strict scalars, tagged blocks, no extra keys in known classes."""
+    c = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    c.register_structure_hook(str, _structure_str)
+    c.register_structure_hook(int, _structure_int)
+    c.register_structure_hook(bool, _structure_bool)
+    c.register_structure_hook(float, _structure_float)
+    c.register_structure_hook(Any, _structure_json)
+    c.register_structure_hook(ContentBlock, _structure_block)
+    c.register_structure_hook(OutputBlock, _structure_output)
+    c.register_structure_hook(
+        History, lambda obj, _: History(c.structure(obj, list[Msg]), committed=True)
+    )
+    c.register_unstructure_hook(History, lambda h: [c.unstructure(m, Msg) for m in h])
+    c.register_unstructure_hook(ContentBlock, lambda b: c.unstructure(b, type(b)))
+    c.register_unstructure_hook(OutputBlock, lambda b: c.unstructure(b, type(b)))
+    return c
+
+
+_c = make_converter()
+
+
+def _explain(exc: BaseException, where: str) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        parts = cattrs.transform_error(exc, path=f"$.{where}" if where else "$")
+        return "; ".join(parts)
+    return str(exc)
+
+
+def structure(data: Any, cls: type[T], *, where: str = "") -> T:
+    """Turn parsed JSON into ``cls``; any mismatch is an ``InvalidState`` naming the field."""
+    try:
+        return _c.structure(data, cls)
+    except InvalidState:
+        raise
+    except Exception as exc:  # cattrs groups, KeyError, TypeError ... all become one type
+        raise InvalidState(f"invalid {cls.__name__}: {_explain(exc, where)}") from None
+
+
+def unstructure(value: Any) -> Any:
+    return _c.unstructure(value)
+
+
+def reserved_section(name: str) -> None:
+    if not isinstance(name, str) or not name or name in _KNOWN_SECTIONS:
+        raise InvalidState(f"{name!r} cannot be used as a plugin section name")
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> None:
+    """Iteratively check container nesting (no recursion, so no RecursionError)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            raise StateTooLarge(f"{where} nests deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CorruptState(f"{what} is not valid UTF-8 text: {exc.reason}") from None
+    elif not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidState(f"{what} must be JSON text or bytes, got {type(data).__name__}")
+    if len(data) > limit:
+        raise StateTooLarge(f"{what} is {len(data)} bytes, over the limit of {limit}")
+    if not bytes(data[:4]).strip():
+        raise CorruptState(f"{what} is empty")
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptState(f"{what} is not valid JSON: {exc}") from None
+    check_depth(doc, where=what)
+    return doc
+
+
+def _dump(value: Any, *, limit: int, what: str) -> bytes:
+    try:
+        out = orjson.dumps(value)
+    except TypeError as exc:
+        raise InvalidState(f"{what} is not JSON-serialisable: {exc}") from None
+    if len(out) > limit:
+        raise StateTooLarge(f"{what} is {len(out)} bytes, over the limit of {limit}")
+    return out
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def msg_to_dict(msg: Msg) -> dict[str, Any]:
+    return _c.unstructure(msg, Msg)  # type: ignore[no-any-return]
+
+
+def encode_msg(msg: Msg) -> bytes:
+    if not isinstance(msg, Msg):
+        raise InvalidState(f"expected a Msg, got {type(msg).__name__}")
+    data = msg_to_dict(msg)
+    check_depth(data, where="message")
+    return _dump(data, limit=MAX_MESSAGE_BYTES, what="message")
+
+
+def decode_msg(data: bytes | str) -> Msg:
+    doc = _parse(data, limit=MAX_MESSAGE_BYTES, what="message")
+    return structure(doc, Msg, where="message")
+
+
+def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
+    return [decode_msg(item) for item in items]
+
+
+# --------------------------------------------------------------------------- state
+
+
+def _upcast(doc: dict[str, Any]) -> dict[str, Any]:
+    version = doc.get("schema_version")
+    if version is None:
+        raise InvalidState("state has no schema_version")
+    if type(version) is not int or version < 0:
+        raise InvalidState(f"schema_version must be a non-negative integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise UnsupportedSchemaVersion(
+            f"state has schema_version {version}; this hookagent reads up to {SCHEMA_VERSION}"
+        )
+    while version < SCHEMA_VERSION:
+        step = UPCASTERS.get(version)
+        if step is None:
+            raise UnsupportedSchemaVersion(f"no upcaster from schema_version {version}")
+        doc = step(doc)
+        version += 1
+        doc["schema_version"] = version
+    return doc
+
+
+def state_from_dict(doc: Any, *, context: Sequence[Msg] | None = None) -> AgentState:
+    """Structure a parsed state; with ``context`` given, the history comes from there."""
+    if not isinstance(doc, dict):
+        raise InvalidState(f"state must be a JSON object, got {type(doc).__name__}")
+    doc = _upcast(dict(doc))
+    known = {k: v for k, v in doc.items() if k in _KNOWN_SECTIONS}
+    if context is not None:
+        known["context"] = []
+    elif "context" not in known:
+        raise InvalidState("state has no context")
+    for required in ("session_id",):
+        if required not in known:
+            raise InvalidState(f"state has no {required}")
+    state = structure(known, AgentState, where="")
+    if context is not None:
+        state.context = History(context, committed=True)
+    state.extensions = {k: v for k, v in doc.items() if k not in _KNOWN_SECTIONS}
+    return state
+
+
+def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, Any]:
+    if not isinstance(state, AgentState):
+        raise InvalidState(f"expected an AgentState, got {type(state).__name__}")
+    doc: dict[str, Any] = {}
+    for field in attrs.fields(AgentState):
+        name = field.name
+        if name == "extensions" or (name == "context" and not with_context):
+            continue
+        doc[name] = _c.unstructure(getattr(state, name))
+    for name, value in state.extensions.items():
+        reserved_section(name)
+        doc[name] = value
+    return doc
+
+
+def encode_state(state: AgentState, *, limit: int = MAX_STATE_BYTES) -> bytes:
+    doc = state_to_dict(state)
+    check_depth(doc, where="state")
+    return _dump(doc, limit=limit, what="state")
+
+
+def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentState:
+    return state_from_dict(_parse(data, limit=limit, what="state"))
+
+
+def encode_head(state: AgentState) -> bytes:
+    """Every section but the history (stores keep the history as separate records)."""
+    doc = state_to_dict(state, with_context=False)
+    check_depth(doc, where="state head")
+    return _dump(doc, limit=MAX_STATE_BYTES, what="state head")
+
+
+def decode_head(data: bytes | str, context: Sequence[Msg]) -> AgentState:
+    doc = _parse(data, limit=MAX_STATE_BYTES, what="state head")
+    return state_from_dict(doc, context=context)
+
+
+def dumps(value: Any, *, limit: int = MAX_STATE_BYTES, what: str = "document") -> bytes:
+    """Encode plain JSON data (events, store metadata) with the same limits."""
+    check_depth(value, where=what)
+    return _dump(value, limit=limit, what=what)
+
+
+def loads(data: bytes | str, *, limit: int = MAX_STATE_BYTES, what: str = "document") -> Any:
+    return _parse(data, limit=limit, what=what)

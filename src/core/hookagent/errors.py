@@ -1,0 +1,121 @@
+"""Typed errors: every failure a user or a plugin can meet has a class of its own.
+
+Two families: ``SessionStoreError`` for everything about stored state (ids, payloads,
+versions, availability), ``AgentError`` for the loop, tools, models and plugins.
+Both derive from ``HookagentError`` so that one ``except`` can catch the lot.
+"""
+
+from __future__ import annotations
+
+
+class HookagentError(Exception):
+    """Base of every error hookagent raises on purpose."""
+
+
+# --------------------------------------------------------------------------- state & stores
+
+
+class SessionStoreError(HookagentError):
+    """Base of every error about stored state."""
+
+
+class InvalidIdentifier(SessionStoreError, ValueError):
+    """A user_id, session_id, key or run_id that cannot be used (empty, NUL, too long, not str)."""
+
+
+class InvalidState(SessionStoreError, ValueError):
+    """A state or message that does not fit the schema (names the field that is wrong)."""
+
+
+class CorruptState(InvalidState):
+    """Stored bytes that cannot be decoded: truncated, malformed JSON, bad checksum."""
+
+
+class StateTooLarge(InvalidState):
+    """A payload over a documented limit (total bytes, message bytes, nesting depth)."""
+
+
+class UnsupportedSchemaVersion(InvalidState):
+    """A state written by a newer hookagent than this one; never overwritten by an older reader."""
+
+
+class VersionConflict(SessionStoreError):
+    """A compare-and-set save found another version than the one it expected."""
+
+    def __init__(
+        self, user_id: str, session_id: str, key: str, expected: int, actual: int | None = None
+    ) -> None:
+        self.user_id, self.session_id, self.key = user_id, session_id, key
+        self.expected, self.actual = expected, actual
+        found = "unknown" if actual is None else str(actual)
+        super().__init__(
+            f"version conflict on user_id={user_id!r} session_id={session_id!r} key={key!r}: "
+            f"expected version {expected}, store has {found}"
+        )
+
+
+class Fenced(SessionStoreError):
+    """A write by a holder whose lease was taken over (its fencing epoch is stale)."""
+
+
+class SessionBusy(SessionStoreError):
+    """The session's gate could not be acquired in time."""
+
+
+class StoreUnavailable(SessionStoreError):
+    """The backing service cannot be reached, or the outcome of an operation is unknown."""
+
+
+class StorageFull(SessionStoreError):
+    """The storage medium is full (ENOSPC, EFBIG); nothing was written."""
+
+
+class StorageDurabilityError(SessionStoreError):
+    """fsync failed: the data may not be durable. The store handle is poisoned, never retried."""
+
+
+class StoreConfigurationError(SessionStoreError, ValueError):
+    """A store URL or option that cannot be served (unknown scheme, unsafe mode)."""
+
+
+# --------------------------------------------------------------------------- agent & plugins
+
+
+class AgentError(HookagentError):
+    """Base of errors raised by the agent loop."""
+
+
+class InvalidMessage(AgentError, TypeError):
+    """Input to a call that is not a non-empty sequence of ``Msg`` (or str)."""
+
+
+class ModelError(AgentError):
+    """The model raised, or returned something that is not a ``ModelResponse``."""
+
+
+class IterationLimitReached(AgentError):
+    """The loop reached ``max_iterations`` without a final answer."""
+
+
+class AgentClosed(AgentError):
+    """The agent is shutting down or closed and accepts no new call."""
+
+
+class DuplicateRunId(AgentError):
+    """A top-level run with this run_id is already executing."""
+
+
+class ToolDefinitionError(AgentError, TypeError):
+    """A tool whose signature cannot be turned into a JSON schema, or a duplicate tool name."""
+
+
+class PluginError(HookagentError):
+    """A plugin failed to load or broke the hook contract."""
+
+
+class PluginLoadError(PluginError):
+    """An entry point failed to import (strict mode), naming plugin, distribution and cause."""
+
+
+class HookContractError(PluginError, TypeError):
+    """A hook implementation returned something its hook does not accept."""

@@ -1,0 +1,169 @@
+"""The hooks the kernel emits. ``docs/hooks.md`` documents each one (a test keeps them in step).
+
+Conventions, for every hook:
+
+* Implementations are called with keyword arguments and may take any subset of them. Never
+  give an implementation's argument a default value: pluggy would silently not pass it.
+* pluggy does not await. A hook marked *may be async* accepts ``async def`` implementations
+  (or ones returning an awaitable); the kernel awaits the results one by one in pluggy's call
+  order (last registered first, ``tryfirst``/``trylast`` respected). Synchronous
+  implementations of such a hook run during the pluggy call, that is before any async body.
+* No hook that may be async is ``firstresult`` or a wrapper. Middleware hooks return async
+  callables that the kernel composes (the first result is outermost).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .context import RuntimeContext
+    from .events import RunEvent
+    from .models import ModelRequest
+    from .registry import Registrar
+    from .state import AgentState
+    from .store.base import AgentStateStore
+
+PROJECT = "hookagent"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --------------------------------------------------------------------------- registration
+
+
+@hookspec(historic=True)
+def hookagent_add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hook specifications of a plugin's own (``pluginmanager.add_hookspecs(module)``).
+
+    :param pluginmanager: the agent's plugin manager.
+
+    Result: ignored. Called once for each plugin as it is registered (historic). Use it when
+    your plugin emits hooks that other plugins implement (the CLI's command hook does).
+    """
+
+
+@hookspec
+def hookagent_register_tools(register: Registrar) -> None:
+    """Register tools: plain sync or async functions, whose JSON schema comes from the signature.
+
+    :param register: ``register(func, *, name=None, description=None, group=None)``.
+
+    Result: ignored. Called once when the agent configuration is prepared. A duplicate tool
+    name raises ``ToolDefinitionError`` naming both registrants.
+    """
+
+
+@hookspec
+def hookagent_register_models(register: Registrar) -> None:
+    """Register model providers selectable by name (``AgentConfig(model="name")``).
+
+    :param register: ``register(name, factory)``; ``factory(**options)`` returns a model.
+
+    Result: ignored. Called once when the configuration is prepared and by ``hookagent plugins``.
+    """
+
+
+@hookspec
+def hookagent_register_state_stores(register: Registrar) -> None:
+    """Register the URL schemes a store plugin serves.
+
+    :param register: ``register(scheme, factory)``; ``factory(url, **options)`` returns an
+        ``AgentStateStore`` (a coroutine is awaited).
+
+    Result: ignored. A configuration whose ``state_store`` is a URL is bound to the factory
+    registered for its scheme; installing a plugin never rebinds an explicit choice.
+    """
+
+
+@hookspec(firstresult=True)
+def hookagent_default_state_store(agent_id: str) -> AgentStateStore | None:
+    """Provide the store used when a configuration names none (synchronous only).
+
+    :param agent_id: the configuration's agent_id (a default store roots itself under it).
+
+    Result: the first non-None store wins; with none, the kernel uses the in-memory store and
+    warns that state is lost on exit.
+    """
+
+
+# --------------------------------------------------------------------------- state
+
+
+@hookspec
+def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> Any:
+    """The call's state was loaded (or created) and put on ``ctx.agent_state``. May be async.
+
+    :param state: the call-scoped state; mutations are saved with the call.
+    :param ctx: the call's context.
+
+    Result: None (or an awaitable of None). Validation or migration plugins raise here to
+    refuse the call before the model is asked anything.
+    """
+
+
+@hookspec
+def hookagent_before_persist(state: AgentState, ctx: RuntimeContext, outcome: str) -> Any:
+    """The state is about to be saved. May be async.
+
+    :param state: the state that will be written; mutate it to add your section.
+    :param ctx: the call's context.
+    :param outcome: ``"success"``, ``"error"``, ``"interrupted"``, ``"shutdown"`` or ``"admin"``.
+
+    Result: None (or an awaitable of None). An exception aborts the save; on a failed call the
+    original error stays the one raised and this one is attached to it.
+    """
+
+
+@hookspec
+def hookagent_after_persist(state: AgentState, ctx: RuntimeContext, version: int) -> Any:
+    """The state was saved at ``version`` (0 when no store keeps it). May be async.
+
+    :param state: the saved state.
+    :param ctx: the call's context.
+    :param version: the new version returned by the store.
+
+    Result: None (or an awaitable of None).
+    """
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+@hookspec
+def hookagent_build_model_request(request: ModelRequest, ctx: RuntimeContext) -> Any:
+    """Shape the request about to be sent to the model. May be async.
+
+    :param request: a mutable ``ModelRequest`` (system prompt, messages, tools, options);
+        change it in place. Messages added here are transient views: they are never written
+        into the durable history.
+    :param ctx: the call's context (``ctx.agent_state`` is the durable state).
+
+    Result: None (or an awaitable of None). Implementations run in pluggy order, each seeing
+    the previous ones' changes.
+    """
+
+
+@hookspec
+def hookagent_wrap_tool_call() -> Any:
+    """Contribute a tool-call middleware. Called once per prepared configuration.
+
+    Result: None, or ``async def middleware(call: ToolCall, ctx, call_next) -> ToolResultBlock``.
+    ``call_next(call)`` runs the rest of the chain and the tool; a middleware may change the
+    call, return its own result without calling ``call_next`` (a permission plugin returns a
+    ``denied`` result), or post-process the result. The first result is outermost.
+    """
+
+
+@hookspec
+def hookagent_on_run_event(event: RunEvent) -> Any:
+    """Observe a run event (started, model/tool steps, state loaded/persisted, finished). May be async.
+
+    :param event: a frozen ``RunEvent`` with ``kind``, agent_id, user_id, session_id, run_id
+        and ``data``.
+
+    Result: None (or an awaitable of None). Called in emission order; an exception here is
+    logged and never breaks the run.
+    """

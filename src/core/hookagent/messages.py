@@ -1,0 +1,142 @@
+"""Messages and their content blocks: frozen values that are safe to share between calls.
+
+Each block carries a ``type`` discriminator that is also its JSON tag; the codec dispatches
+on it and never on anything else found in the data.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+Role: TypeAlias = Literal["user", "assistant", "system", "tool"]
+ToolUseState: TypeAlias = Literal["requested", "streaming"]
+ToolResultState: TypeAlias = Literal["success", "error", "interrupted", "denied"]
+
+
+def new_id() -> str:
+    """A fresh 32-character lowercase hex id."""
+    return uuid.uuid4().hex
+
+
+@attrs.frozen
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@attrs.frozen
+class ThinkingBlock:
+    thinking: str
+    type: Literal["thinking"] = "thinking"
+
+
+@attrs.frozen
+class ImageBlock:
+    """An image by reference (URL or storage URI); bytes never live in the state."""
+
+    url: str
+    media_type: str | None = None
+    type: Literal["image"] = "image"
+
+
+@attrs.frozen
+class DataBlock:
+    """Any other payload by reference (file, blob, dataset)."""
+
+    url: str
+    media_type: str | None = None
+    name: str | None = None
+    type: Literal["data"] = "data"
+
+
+OutputBlock: TypeAlias = TextBlock | ImageBlock | DataBlock
+
+
+@attrs.frozen
+class ToolUseBlock:
+    """The model asks for a tool; ``id`` ties it to exactly one ``ToolResultBlock``."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+    state: ToolUseState = "requested"
+    type: Literal["tool_use"] = "tool_use"
+
+
+@attrs.frozen
+class ToolResultBlock:
+    """The outcome of the tool_use with the same ``id``."""
+
+    id: str
+    name: str
+    output: tuple[OutputBlock, ...] = ()
+    state: ToolResultState = "success"
+    type: Literal["tool_result"] = "tool_result"
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.output if isinstance(b, TextBlock))
+
+
+ContentBlock: TypeAlias = (
+    TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock | ImageBlock | DataBlock
+)
+
+BLOCK_TYPES: Mapping[str, type[Any]] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_use": ToolUseBlock,
+    "tool_result": ToolResultBlock,
+    "image": ImageBlock,
+    "data": DataBlock,
+}
+
+
+def _blocks(value: str | Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
+    if isinstance(value, str):
+        return (TextBlock(value),)
+    return tuple(value)
+
+
+@attrs.frozen
+class Msg:
+    """One message of a conversation."""
+
+    role: Role
+    content: tuple[ContentBlock, ...] = attrs.field(converter=_blocks, default=())
+    name: str | None = None
+    id: str = attrs.field(factory=new_id)
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    timestamp: float = attrs.field(factory=time.time)
+
+    # ---- convenient constructors
+    @classmethod
+    def user(cls, content: str | Iterable[ContentBlock], **kw: Any) -> Msg:
+        return cls("user", content, **kw)
+
+    @classmethod
+    def assistant(cls, content: str | Iterable[ContentBlock], **kw: Any) -> Msg:
+        return cls("assistant", content, **kw)
+
+    @classmethod
+    def system(cls, content: str | Iterable[ContentBlock], **kw: Any) -> Msg:
+        return cls("system", content, **kw)
+
+    # ---- views
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks (what a human reads)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))

@@ -1,0 +1,80 @@
+"""Identifier rules shared by every store, and one injective, reversible, path-safe encoding.
+
+Ids are user data: any str of 1..MAX_ID_LENGTH characters without NUL and encodable as UTF-8
+is accepted (the empty user_id is the anonymous partition). Stores must never splice a raw id
+into a path, key or query text: ``encode_id`` gives a form made only of ``[a-z0-9_-]`` and
+``~XX`` escapes, so that it contains no separator, dot, glob or hash-tag character, cannot
+collide under case folding or Unicode normalisation, and decodes back exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import InvalidIdentifier
+
+MAX_ID_LENGTH = 256
+"""Longest accepted id, in characters."""
+
+_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
+_ESCAPE = "~"
+_EMPTY = "~"  # the anonymous user's encoded form: a lone "~" never appears otherwise
+_DECODE = re.compile(r"~([0-9a-f]{2})")
+
+
+def check_id(value: object, what: str = "session_id", *, allow_empty: bool = False) -> str:
+    """Return ``value`` if it is a usable id, else raise ``InvalidIdentifier`` saying why."""
+    if not isinstance(value, str):
+        raise InvalidIdentifier(f"{what} must be a str, got {type(value).__name__}")
+    if not value and not allow_empty:
+        raise InvalidIdentifier(f"{what} must not be empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidIdentifier(f"{what} is {len(value)} characters, over {MAX_ID_LENGTH}")
+    if "\x00" in value:
+        raise InvalidIdentifier(f"{what} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidIdentifier(f"{what} is not valid Unicode (lone surrogate)") from None
+    return value
+
+
+def check_slot(user_id: object, session_id: object, key: object = "agent_state") -> None:
+    check_id(user_id, "user_id", allow_empty=True)
+    check_id(session_id, "session_id")
+    check_id(key, "key")
+
+
+def encode_id(value: str) -> str:
+    """Injective, reversible encoding into ``[a-z0-9_-~]`` (lowercase hex escapes)."""
+    if value == "":
+        return _EMPTY
+    out: list[str] = []
+    for byte in value.encode("utf-8"):
+        out.append(chr(byte) if byte in _SAFE else f"{_ESCAPE}{byte:02x}")
+    return "".join(out)
+
+
+def decode_id(encoded: str) -> str:
+    """Inverse of ``encode_id``; raises ``InvalidIdentifier`` for anything it cannot produce."""
+    if encoded == _EMPTY:
+        return ""
+    raw = bytearray()
+    i = 0
+    while i < len(encoded):
+        ch = encoded[i]
+        if ch == _ESCAPE:
+            m = _DECODE.match(encoded, i)
+            if m is None:
+                raise InvalidIdentifier(f"bad escape in encoded id {encoded!r}")
+            raw.append(int(m.group(1), 16))
+            i += 3
+        elif ord(ch) < 128 and ord(ch) in _SAFE:
+            raw.append(ord(ch))
+            i += 1
+        else:
+            raise InvalidIdentifier(f"character {ch!r} cannot appear in an encoded id")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidIdentifier(f"encoded id {encoded!r} is not UTF-8") from None

@@ -1,0 +1,1 @@
+"""The ``hookagent`` pytest plugin (entry point ``pytest11``); fixtures arrive with the agent."""

@@ -1,0 +1,148 @@
+"""One plugin manager per agent configuration, and safe entry-point loading.
+
+pluggy's own ``load_setuptools_entrypoints`` lets one broken plugin crash the host. Here each
+entry point of the ``hookagent`` group is loaded in its own try: a failure is recorded (name,
+distribution, version, cause) and skipped, unless strict mode is on.
+
+Environment:
+  HOOKAGENT_DISABLE_PLUGIN_AUTOLOAD=1   load no entry points (tests, minimal hosts)
+  HOOKAGENT_BLOCKED_PLUGINS=a,b         skip these entry-point names
+  HOOKAGENT_STRICT_PLUGINS=1            a plugin that fails to load is an error
+  HOOKAGENT_TRACE_HOOKS=1               log every hook call and result (logger hookagent.hooks)
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata as md
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import pluggy
+
+from . import hookspecs
+from .errors import PluginLoadError
+
+ENTRY_POINT_GROUP = "hookagent"
+log = logging.getLogger("hookagent.plugins")
+trace_log = logging.getLogger("hookagent.hooks")
+
+
+@attrs.frozen
+class PluginInfo:
+    """One entry point: loaded, blocked, or failed with a reason."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    value: str
+    status: str  # "loaded" | "failed" | "blocked"
+    error: str | None = None
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@functools.cache
+def _entry_points() -> tuple[md.EntryPoint, ...]:
+    # scanning installed distributions costs milliseconds: do it once per process
+    return tuple(md.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def refresh_entry_points() -> None:
+    """Forget the cached entry-point scan (after installing a plugin at run time)."""
+    _entry_points.cache_clear()
+
+
+class HookagentPluginManager(pluggy.PluginManager):
+    """A pluggy manager that remembers what it loaded and what failed."""
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self.add_hookspecs(hookspecs)
+        self.plugin_infos: list[PluginInfo] = []
+
+    @property
+    def failed(self) -> list[PluginInfo]:
+        return [p for p in self.plugin_infos if p.status == "failed"]
+
+    def load_entry_points(self, *, strict: bool = False, blocked: Iterable[str] = ()) -> None:
+        blocked = set(blocked)
+        for ep in _entry_points():
+            dist = ep.dist.name if ep.dist else None
+            version = ep.dist.version if ep.dist else None
+            if ep.name in blocked:
+                self.plugin_infos.append(PluginInfo(ep.name, dist, version, ep.value, "blocked"))
+                self.set_blocked(ep.name)
+                continue
+            if self.get_plugin(ep.name) is not None or self.is_blocked(ep.name):
+                continue
+            try:
+                plugin = ep.load()
+                self.register(plugin, name=ep.name)
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                info = PluginInfo(ep.name, dist, version, ep.value, "failed", reason)
+                self.plugin_infos.append(info)
+                msg = (
+                    f"plugin {ep.name!r} from distribution {dist} {version} failed to load: "
+                    f"{reason}"
+                )
+                if strict:
+                    raise PluginLoadError(msg) from exc
+                log.warning("%s (skipped; set HOOKAGENT_STRICT_PLUGINS=1 to fail)", msg)
+                continue
+            self.plugin_infos.append(PluginInfo(ep.name, dist, version, ep.value, "loaded"))
+
+    def enable_tracing(self) -> None:
+        def before(hook_name: str, impls: Sequence[Any], kwargs: dict[str, Any]) -> None:
+            names = [i.plugin_name for i in impls]
+            trace_log.info("hook %s -> %s args=%s", hook_name, names, sorted(kwargs))
+
+        def after(outcome: Any, hook_name: str, impls: Sequence[Any], kwargs: Any) -> None:
+            trace_log.info("hook %s returned %r", hook_name, outcome.get_result())
+
+        self.add_hookcall_monitoring(before, after)
+
+
+def create_plugin_manager(
+    plugins: Iterable[object] = (),
+    *,
+    autoload: bool | None = None,
+    strict: bool | None = None,
+    blocked: Iterable[str] | None = None,
+    trace: bool | None = None,
+) -> HookagentPluginManager:
+    """A fresh manager: explicit plugins first, then (unless disabled) the entry points.
+
+    Every argument left as None falls back to its environment variable. A misspelled
+    ``hookagent_*`` implementation raises ``pluggy.PluginValidationError`` (``check_pending``).
+    """
+    pm = HookagentPluginManager()
+    if autoload is None:
+        autoload = not _flag("HOOKAGENT_DISABLE_PLUGIN_AUTOLOAD")
+    if strict is None:
+        strict = _flag("HOOKAGENT_STRICT_PLUGINS")
+    if blocked is None:
+        raw = os.environ.get("HOOKAGENT_BLOCKED_PLUGINS", "")
+        blocked = [b.strip() for b in raw.split(",") if b.strip()]
+    if trace is None:
+        trace = _flag("HOOKAGENT_TRACE_HOOKS")
+    blocked = list(blocked)
+    for name in blocked:
+        pm.set_blocked(name)
+    for plugin in plugins:
+        name = getattr(plugin, "__name__", None) if not isinstance(plugin, str) else plugin
+        if name is not None and pm.is_blocked(name):
+            continue
+        pm.register(plugin)
+    if autoload:
+        pm.load_entry_points(strict=strict, blocked=blocked)
+    if trace:
+        pm.enable_tracing()
+    pm.check_pending()
+    return pm

@@ -1,0 +1,60 @@
+"""Collecting what plugins register (tools, models, store schemes) with clear errors.
+
+Each ``hookagent_register_*`` implementation is called with its own ``Registrar`` so that a
+duplicate or a wrong type names the plugin that registered it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import pluggy
+
+from .errors import HookContractError, ToolDefinitionError
+
+V = TypeVar("V")
+
+
+class Registrar(Generic[V]):
+    """The ``register`` callback handed to a registration hook."""
+
+    def __init__(self, what: str, sink: dict[str, tuple[V, str]], plugin: str) -> None:
+        self._what, self._sink, self._plugin = what, sink, plugin
+
+    def add(self, name: str, value: V) -> None:
+        if not isinstance(name, str) or not name:
+            raise HookContractError(
+                f"plugin {self._plugin!r} registered a {self._what} with name {name!r}: "
+                "names are non-empty strings"
+            )
+        if name in self._sink:
+            _, other = self._sink[name]
+            err = ToolDefinitionError if self._what == "tool" else HookContractError
+            raise err(
+                f"{self._what} {name!r} is registered twice: by {other!r} and by {self._plugin!r}"
+            )
+        self._sink[name] = (value, self._plugin)
+
+    def __call__(self, name: str, value: V) -> None:
+        if not callable(value):
+            raise HookContractError(
+                f"plugin {self._plugin!r} registered {self._what} {name!r} with a "
+                f"{type(value).__name__}, expected a callable factory"
+            )
+        self.add(name, value)
+
+
+def collect(
+    pm: pluggy.PluginManager,
+    hook_name: str,
+    what: str,
+    make: Callable[[str, dict[str, tuple[Any, str]], str], Any] = Registrar,
+) -> dict[str, tuple[Any, str]]:
+    """Call every implementation of a registration hook with its own registrar."""
+    sink: dict[str, tuple[Any, str]] = {}
+    hook = getattr(pm.hook, hook_name)
+    for impl in reversed(hook.get_hookimpls()):  # registration order: first registered first
+        register = make(what, sink, impl.plugin_name)
+        impl.function(*[{"register": register}[arg] for arg in impl.argnames])
+    return sink

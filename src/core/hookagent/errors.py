@@ -93,6 +93,26 @@ class ModelError(AgentError):
     """The model raised, or returned something that is not a ``ModelResponse``."""
 
 
+class ModelAuthError(ModelError):
+    """The provider refused the credentials (HTTP 401/403)."""
+
+
+class ModelRateLimited(ModelError):
+    """The provider kept answering 429 after the retries."""
+
+
+class ContextLengthExceeded(ModelError):
+    """The request does not fit the model's context window."""
+
+
+class MalformedModelResponse(ModelError):
+    """The provider answered something that is not a valid response (bad JSON, bad tool call)."""
+
+
+class ModelUnavailable(ModelError):
+    """Timeouts, connection errors or 5xx answers that outlasted the retries."""
+
+
 class IterationLimitReached(AgentError):
     """The loop reached ``max_iterations`` without a final answer."""
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hookagent.store import InMemoryAgentStateStore
 from hookagent.testing import StoreConformance
 

@@ -75,7 +75,11 @@ class InMemoryAgentStateStore:
             if expected_version is not UNCONDITIONAL and expected_version != current:
                 raise VersionConflict(user_id, session_id, key, expected_version, current)
             base = history.unchanged_prefix
-            if entry is not None and expected_version == current and 0 < base <= len(entry.messages):
+            if (
+                entry is not None
+                and expected_version == current
+                and 0 < base <= len(entry.messages)
+            ):
                 new = history[base:]
                 for m in new:
                     encode_msg(m)  # validates (type, size, depth) before anything is stored

@@ -164,7 +164,9 @@ class StoreConformance:
             pytest.skip("this store documents that it does not check fences")
         await store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=Fence(2, "new"))
         with pytest.raises(Fenced):
-            await store.save_if_version("u", "s", AgentState("s", "u", "old"), 1, fence=Fence(1, "old"))
+            await store.save_if_version(
+                "u", "s", AgentState("s", "u", "old"), 1, fence=Fence(1, "old")
+            )
         assert (await store.get_versioned("u", "s")).version == 1
 
     # ------------------------------------------------------------------ round trips
@@ -215,7 +217,7 @@ class StoreConformance:
         loaded.context.pop()
         loaded.context.append(Msg.user("replaced"))
         version = await store.save_if_version("u", "s", loaded, version)
-        assert texts((await store.get_versioned("u", "s")).state) == expected[:-1] + ["replaced"]
+        assert texts((await store.get_versioned("u", "s")).state) == [*expected[:-1], "replaced"]
         # clear (compaction-like) then append
         loaded.clear_context()
         loaded.context.append(Msg.user("fresh"))
@@ -299,7 +301,9 @@ class StoreConformance:
     async def test_hostile_ids_round_trip_without_collision(self, store: AgentStateStore) -> None:
         for i, hid in enumerate(HOSTILE_IDS):
             await store.save_if_version(hid, hid, AgentState(hid, hid, summary=f"as-user-{i}"), 0)
-            await store.save_if_version("u", hid, AgentState(hid, "u", summary=f"as-session-{i}"), 0)
+            await store.save_if_version(
+                "u", hid, AgentState(hid, "u", summary=f"as-session-{i}"), 0
+            )
         for i, hid in enumerate(HOSTILE_IDS):
             got = await store.get_versioned(hid, hid)
             assert got.state is not None and got.state.summary == f"as-user-{i}", hid

@@ -1,5 +1,6 @@
 """hookagent: a minimal agent kernel whose every feature is a pluggy plugin."""
 
+from .agent import Agent, AgentConfig
 from .context import RuntimeContext, new_run_id, resolve_agent_state
 from .errors import (
     AgentClosed,
@@ -32,7 +33,10 @@ from .errors import (
     UnsupportedSchemaVersion,
     VersionConflict,
 )
+from .events import RunEvent
+from .gates import LocalSessionGate, SessionGate
 from .hookspecs import hookimpl, hookspec
+from .kernel import StateNotPersistedWarning, ToolCall
 from .messages import (
     ContentBlock,
     DataBlock,
@@ -45,6 +49,7 @@ from .messages import (
 )
 from .models import Model, ModelDelta, ModelRequest, ModelResponse, StreamingModel, ToolSpec
 from .plugins import PluginInfo, create_plugin_manager
+from .runs import AgentRun, AgentRunRegistry, InterruptControl, RunCancelled, RunInfo
 from .state import (
     AgentState,
     History,
@@ -65,12 +70,17 @@ from .store import (
     SessionPage,
     Versioned,
 )
+from .tools import Tool
 
 __all__ = [
     "AGENT_STATE_KEY",
     "UNCONDITIONAL",
+    "Agent",
     "AgentClosed",
+    "AgentConfig",
     "AgentError",
+    "AgentRun",
+    "AgentRunRegistry",
     "AgentState",
     "AgentStateStore",
     "ConflictPolicy",
@@ -86,10 +96,12 @@ __all__ = [
     "HookagentError",
     "ImageBlock",
     "InMemoryAgentStateStore",
+    "InterruptControl",
     "InvalidIdentifier",
     "InvalidMessage",
     "InvalidState",
     "IterationLimitReached",
+    "LocalSessionGate",
     "MalformedModelResponse",
     "Model",
     "ModelAuthError",
@@ -106,10 +118,15 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "PluginLoadError",
+    "RunCancelled",
+    "RunEvent",
+    "RunInfo",
     "RuntimeContext",
     "SessionBusy",
+    "SessionGate",
     "SessionPage",
     "SessionStoreError",
+    "StateNotPersistedWarning",
     "StateTooLarge",
     "StorageDurabilityError",
     "StorageFull",
@@ -120,6 +137,8 @@ __all__ = [
     "TextBlock",
     "ThinkingBlock",
     "Todo",
+    "Tool",
+    "ToolCall",
     "ToolContext",
     "ToolDefinitionError",
     "ToolResultBlock",

@@ -43,14 +43,14 @@ def _structure_block(obj: Any, _: Any) -> ContentBlock:
     cls = BLOCK_TYPES.get(tag) if isinstance(tag, str) else None
     if cls is None:
         raise InvalidState(f"unknown content block type {tag!r}")
-    return _c.structure(obj, cls)  # type: ignore[no-any-return]
+    return _c.structure(obj, cls)  # type: ignore[no-any-return,unused-ignore]
 
 
 def _structure_output(obj: Any, t: Any) -> OutputBlock:
     block = _structure_block(obj, t)
     if block.type not in ("text", "image", "data"):
         raise InvalidState(f"a tool_result output cannot hold a {block.type!r} block")
-    return block  # type: ignore[return-value]
+    return block
 
 
 def _structure_json(obj: Any, _: Any) -> Any:

@@ -46,7 +46,7 @@ def hookagent_add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @hookspec
-def hookagent_register_tools(register: Registrar) -> None:
+def hookagent_register_tools(register: Registrar[Any]) -> None:
     """Register tools: plain sync or async functions, whose JSON schema comes from the signature.
 
     :param register: ``register(func, *, name=None, description=None, group=None)``.
@@ -57,7 +57,7 @@ def hookagent_register_tools(register: Registrar) -> None:
 
 
 @hookspec
-def hookagent_register_models(register: Registrar) -> None:
+def hookagent_register_models(register: Registrar[Any]) -> None:
     """Register model providers selectable by name (``AgentConfig(model="name")``).
 
     :param register: ``register(name, factory)``; ``factory(**options)`` returns a model.
@@ -67,7 +67,7 @@ def hookagent_register_models(register: Registrar) -> None:
 
 
 @hookspec
-def hookagent_register_state_stores(register: Registrar) -> None:
+def hookagent_register_state_stores(register: Registrar[Any]) -> None:
     """Register the URL schemes a store plugin serves.
 
     :param register: ``register(scheme, factory)``; ``factory(url, **options)`` returns an

@@ -17,7 +17,7 @@ import functools
 import importlib.metadata as md
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -98,8 +98,8 @@ class HookagentPluginManager(pluggy.PluginManager):
                 continue
             self.plugin_infos.append(PluginInfo(ep.name, dist, version, ep.value, "loaded"))
 
-    def enable_tracing(self) -> None:
-        def before(hook_name: str, impls: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    def trace_hook_calls(self) -> None:
+        def before(hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
             names = [i.plugin_name for i in impls]
             trace_log.info("hook %s -> %s args=%s", hook_name, names, sorted(kwargs))
 
@@ -136,13 +136,13 @@ def create_plugin_manager(
     for name in blocked:
         pm.set_blocked(name)
     for plugin in plugins:
-        name = getattr(plugin, "__name__", None) if not isinstance(plugin, str) else plugin
-        if name is not None and pm.is_blocked(name):
+        plugin_name = getattr(plugin, "__name__", None)
+        if isinstance(plugin_name, str) and pm.is_blocked(plugin_name):
             continue
         pm.register(plugin)
     if autoload:
         pm.load_entry_points(strict=strict, blocked=blocked)
     if trace:
-        pm.enable_tracing()
+        pm.trace_hook_calls()
     pm.check_pending()
     return pm

@@ -116,7 +116,7 @@ class History(MutableSequence[Msg]):
         self._touch(self._norm(index))
         return self._items.pop(index)
 
-    def __iadd__(self, values: Iterable[Msg]) -> History:  # type: ignore[override,misc]
+    def __iadd__(self, values: Iterable[Msg]) -> History:
         self._items.extend(values)
         return self
 

@@ -2,12 +2,18 @@
 
 from .conformance import StoreConformance, every_block_message, full_state
 from .corpus import ENVELOPES, HOSTILE_IDS, INVALID_IDS
+from .recorder import HookCall, HookRecorder
+from .scripted import ScriptedModel, tool_call
 
 __all__ = [
     "ENVELOPES",
     "HOSTILE_IDS",
     "INVALID_IDS",
+    "HookCall",
+    "HookRecorder",
+    "ScriptedModel",
     "StoreConformance",
     "every_block_message",
     "full_state",
+    "tool_call",
 ]

@@ -212,8 +212,8 @@ class StoreConformance:
         got = await store.get_versioned("u", "s")
         assert texts(got.state) == expected and got.version == version
         # shrink then grow: the prefix changed, the store must not keep the dropped tail
+        assert got.state is not None
         loaded = got.state
-        assert loaded is not None
         loaded.context.pop()
         loaded.context.append(Msg.user("replaced"))
         version = await store.save_if_version("u", "s", loaded, version)

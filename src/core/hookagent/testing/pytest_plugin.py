@@ -1,1 +1,87 @@
-"""The ``hookagent`` pytest plugin (entry point ``pytest11``); fixtures arrive with the agent."""
+"""The ``hookagent`` pytest plugin (entry point ``pytest11``): fixtures for plugin authors.
+
+* ``hookagent_pm``: a fresh plugin manager per test, entry-point autoload off.
+* ``register_plugin(plugin)``: register a plugin for this test only (on ``hookagent_pm`` and on
+  every configuration made by ``agent_config``).
+* ``hook_recorder``: records every hook call made through ``hookagent_pm``.
+* ``scripted_model``: a ``ScriptedModel`` to queue responses on.
+* ``agent_config(**options)``: an ``AgentConfig`` with autoload off, an in-memory store, the
+  scripted model and the registered plugins (options override); its hook calls are recorded too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from ..agent import AgentConfig
+from ..plugins import HookagentPluginManager, create_plugin_manager
+from ..store.memory import InMemoryAgentStateStore
+from .recorder import HookRecorder
+from .scripted import ScriptedModel
+
+
+@pytest.fixture
+def hookagent_pm() -> HookagentPluginManager:
+    return create_plugin_manager(autoload=False, trace=False)
+
+
+@pytest.fixture
+def hookagent_plugins() -> list[object]:
+    return []
+
+
+@pytest.fixture
+def register_plugin(
+    hookagent_pm: HookagentPluginManager, hookagent_plugins: list[object]
+) -> Iterator[Callable[[object], object]]:
+    registered: list[object] = []
+
+    def register(plugin: object) -> object:
+        hookagent_pm.register(plugin)
+        hookagent_pm.check_pending()
+        hookagent_plugins.append(plugin)
+        registered.append(plugin)
+        return plugin
+
+    yield register
+    for plugin in registered:
+        if hookagent_pm.is_registered(plugin):
+            hookagent_pm.unregister(plugin)
+
+
+@pytest.fixture
+def hook_recorder(hookagent_pm: HookagentPluginManager) -> Iterator[HookRecorder]:
+    recorder = HookRecorder(hookagent_pm)
+    yield recorder
+    recorder.close()
+
+
+@pytest.fixture
+def scripted_model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+def agent_config(
+    hookagent_plugins: list[object], scripted_model: ScriptedModel, hook_recorder: HookRecorder
+) -> Callable[..., AgentConfig]:
+    def make(**options: Any) -> AgentConfig:
+        options.setdefault("model", scripted_model)
+        options.setdefault("state_store", InMemoryAgentStateStore())
+        options.setdefault("autoload_plugins", False)
+        options["plugins"] = [*hookagent_plugins, *options.get("plugins", ())]
+        config = AgentConfig(**options)
+        calls = hook_recorder.calls
+
+        def before(name: str, impls: Any, kwargs: Mapping[str, Any]) -> None:
+            from .recorder import HookCall
+
+            calls.append(HookCall(name, dict(kwargs), tuple(i.plugin_name for i in impls)))
+
+        config.kernel.pm.add_hookcall_monitoring(before, lambda *a: None)
+        return config
+
+    return make

@@ -1,0 +1,387 @@
+"""Configure once, build per request: ``AgentConfig`` and the ``Agent`` it builds.
+
+The configuration is immutable and shared; the first ``build()`` prepares what all agents of
+that configuration share (plugins, tools, model, store, gate, run registry). An agent holds
+no session: each call reads and writes the slot named by its ``RuntimeContext``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+import attrs
+
+from .context import RuntimeContext
+from .errors import AgentClosed, AgentError, InvalidMessage
+from .events import RunEvent
+from .gates import SessionGate
+from .kernel import Kernel
+from .loop import Turn
+from .messages import Msg
+from .models import Model
+from .runs import AgentRun, AgentRunRegistry, RunCancelled, RunInfo
+from .state import AgentState
+from .store.base import AgentStateStore, ConflictPolicy
+from .store.ids import check_id
+
+MsgInput = str | Msg | Sequence[Msg | str]
+
+
+def _ids(value: str | None) -> str | None:
+    return None if value is None else check_id(value, "agent_id")
+
+
+@attrs.frozen
+class AgentConfig:
+    """Everything an agent needs, fixed at startup and shared by every agent built from it.
+
+    ``state_store`` is a store object or a URL whose scheme a store plugin registered;
+    None uses the default a plugin declares (the JSON-file store), else in-memory with a
+    warning. ``model`` is a model object or the name of a registered provider.
+    """
+
+    name: str = "agent"
+    agent_id: str | None = attrs.field(default=None, converter=_ids)
+    model: Model | str | None = None
+    model_options: dict[str, Any] = attrs.Factory(dict)
+    tools: Sequence[Callable[..., Any]] = ()
+    plugins: Sequence[object] = ()
+    state_store: AgentStateStore | str | None = None
+    state_store_options: dict[str, Any] = attrs.Factory(dict)
+    default_session_id: str = "default"
+    max_iterations: int = 10
+    reload_each_call: bool = True
+    conflict_policy: ConflictPolicy = ConflictPolicy.FAIL
+    system_prompt: str | None = None
+    session_gate: SessionGate | None = None
+    gate_timeout: float | None = None
+    run_registry: AgentRunRegistry | None = None
+    shutdown_timeout: float = 30.0
+    autoload_plugins: bool | None = None
+    strict_plugins: bool | None = None
+    _kernel: list[Kernel] = attrs.field(factory=list, init=False, eq=False, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.agent_id or self.name
+
+    @property
+    def kernel(self) -> Kernel:
+        if not self._kernel:
+            self._kernel.append(Kernel(self))
+        return self._kernel[0]
+
+    def build(self) -> Agent:
+        """A new, cheap agent instance; close it (or use ``async with``) after the request."""
+        return Agent(self.kernel)
+
+    async def aclose(self) -> None:
+        """Application shutdown: close the store and model this configuration opened."""
+        if self._kernel:
+            await self._kernel[0].aclose()
+            self._kernel[0].close_portal()
+
+    def close(self) -> None:
+        if self._kernel:
+            self._kernel[0].portal().call(self._kernel[0].aclose)
+            self._kernel[0].close_portal()
+
+
+def _as_msgs(msgs: MsgInput) -> list[Msg]:
+    if isinstance(msgs, (str, Msg)):
+        msgs = [msgs]
+    if not isinstance(msgs, Sequence) or isinstance(msgs, (bytes, bytearray)):
+        raise InvalidMessage(
+            f"call() takes a str, a Msg or a sequence of them, got {type(msgs).__name__}"
+        )
+    out = [Msg.user(m) if isinstance(m, str) else m for m in msgs]
+    bad = [type(m).__name__ for m in out if not isinstance(m, Msg)]
+    if bad:
+        raise InvalidMessage(f"call() got non-message input: {', '.join(bad)}")
+    if not out:
+        raise InvalidMessage("call() needs at least one message")
+    return out
+
+
+class Agent:
+    """One agent instance: owns its executions (and so their interrupt signals)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.config = kernel.config
+        self._active: dict[tuple[str, str], AgentRun] = {}
+        self._queued: set[AgentRun] = set()
+        self._slot_cache: dict[tuple[str, str], tuple[AgentState, int]] = {}
+        self._closing = False
+        self._idle: anyio.Event | None = None
+        self._tg: Any = None
+
+    @property
+    def agent_id(self) -> str:
+        return self.config.id
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> Agent:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.shutdown(self.config.shutdown_timeout)
+        finally:
+            tg, self._tg = self._tg, None
+            if tg is not None:
+                await tg.__aexit__(None, None, None)
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        if self._tg is None:
+            raise AgentError(
+                "run.start() needs the agent entered with `async with`; or await run.result()"
+            )
+        self._tg.start_soon(fn)
+
+    async def close(self) -> None:
+        await self.shutdown(self.config.shutdown_timeout)
+
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        """Refuse new calls, let running ones finish for ``timeout`` s, then interrupt and save."""
+        self._closing = True
+        for run in list(self._queued):
+            run.rejected_by_shutdown = True
+            if run._scope is not None:
+                run._scope.cancel()
+        if self._active:
+            with anyio.move_on_after(timeout):
+                await self._wait_idle()
+        for run in list(self._active.values()):
+            run.control.interrupt(reason="shutdown")
+        with anyio.move_on_after(max(timeout, 5.0)):
+            await self._wait_idle()
+
+    async def _wait_idle(self) -> None:
+        while self._active:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    # ------------------------------------------------------------------ calls
+    def prepare_call(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> AgentRun:
+        """A handle on one execution (``run.run_id == ctx.run_id``); nothing runs yet."""
+        return AgentRun(self, _as_msgs(msgs), ctx if ctx is not None else RuntimeContext())
+
+    async def call(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> Msg:
+        """Run one call to its reply (see docs/agent.md for the flow)."""
+        return await self.prepare_call(msgs, ctx).result()
+
+    def call_sync(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> Msg:
+        return self.kernel.portal().call(self.call, msgs, ctx)
+
+    def interrupt(
+        self, user_id: str, session_id: str | None = None, message: Msg | str | None = None
+    ) -> bool:
+        """Interrupt the running execution of that slot only; False if the session is idle."""
+        run = self._active.get((user_id, session_id or self.config.default_session_id))
+        if run is None:
+            return False
+        run.interrupt(message)
+        return True
+
+    async def _execute(self, run: AgentRun) -> Msg:
+        ctx = run.ctx
+        user_id = check_id(ctx.user_id, "user_id", allow_empty=True)
+        session_id = check_id(ctx.session_id or self.config.default_session_id, "session_id")
+        if self._closing:
+            raise AgentClosed(f"agent {self.agent_id!r} is shutting down; the call was not run")
+        parent = ctx.get(AgentRun)
+        is_child = (
+            parent is not None
+            and parent is not run
+            and parent.run_id == ctx.run_id
+            and parent.status == "running"
+        )
+        info = RunInfo(
+            ctx.run_id,
+            self.agent_id,
+            user_id,
+            session_id,
+            time.time(),
+            ctx.run_id if is_child or ctx.parent_run_id == ctx.run_id else None,
+        )
+        registry = self.kernel.registry
+        registry.register(run, info)
+        run._parent = parent if is_child else None  # type: ignore[attr-defined]
+        ctx.put(AgentRun, run)
+        key = (user_id, session_id)
+        try:
+            with anyio.CancelScope() as scope:
+                run._scope = scope
+                self._queued.add(run)
+                try:
+                    gate = self.kernel.gate.acquire(
+                        user_id, session_id, timeout=self.config.gate_timeout
+                    )
+                    async with gate as fence:
+                        self._queued.discard(run)
+                        if self._closing:
+                            raise AgentClosed(f"agent {self.agent_id!r} is shutting down")
+                        self._active[key] = run
+                        try:
+                            await self._emit(run, "run_started", user_id, session_id, {})
+                            return await Turn(self, run, user_id, session_id, fence).execute(
+                                run.msgs
+                            )
+                        finally:
+                            del self._active[key]
+                            ctx.agent_state = None
+                            if not self._active and self._idle is not None:
+                                self._idle.set()
+                finally:
+                    self._queued.discard(run)
+            if run.rejected_by_shutdown:
+                raise AgentClosed(f"agent {self.agent_id!r} shut down before the call was admitted")
+            raise RunCancelled(f"run {run.run_id} was cancelled")
+        finally:
+            run._scope = None
+            registry.unregister(run)
+            ctx.put(AgentRun, parent)
+
+    async def _emit(
+        self, run: AgentRun, kind: str, user_id: str, session_id: str, data: dict[str, Any]
+    ) -> None:
+        event = RunEvent(
+            kind,  # type: ignore[arg-type]
+            self.agent_id,
+            user_id,
+            session_id,
+            run.run_id,
+            len(run._events),
+            data,
+        )
+        run._push(event)
+        parent = getattr(run, "_parent", None)
+        while parent is not None:
+            parent._push(
+                attrs.evolve(event, data={**data, "child": True, "agent_id": self.agent_id})
+            )
+            parent = getattr(parent, "_parent", None)
+        try:
+            results = self.kernel.pm.hook.hookagent_on_run_event(event=event)
+            for result in results:
+                if inspect.isawaitable(result):
+                    await result
+        except Exception:
+            import logging
+
+            logging.getLogger("hookagent.events").exception(
+                "a hookagent_on_run_event plugin failed"
+            )
+
+    # ------------------------------------------------------------------ admin operations
+    def _slot(self, user_or_ctx: str | RuntimeContext, session_id: str | None) -> tuple[str, str]:
+        if isinstance(user_or_ctx, RuntimeContext):
+            user_id, session_id = user_or_ctx.user_id, user_or_ctx.session_id
+        else:
+            user_id = user_or_ctx
+        return (
+            check_id(user_id, "user_id", allow_empty=True),
+            check_id(session_id or self.config.default_session_id, "session_id"),
+        )
+
+    async def get_agent_state(self, user_id: str = "", session_id: str | None = None) -> AgentState:
+        """The slot's committed state (a detached copy); an empty state if the slot is absent."""
+        u, s = self._slot(user_id, session_id)
+        got = await (await self.kernel.store()).get_versioned(u, s)
+        return got.state or AgentState(session_id=s, user_id=u)
+
+    async def clear_context(
+        self, user_or_ctx: str | RuntimeContext, session_id: str | None = None
+    ) -> bool:
+        """Clear history and summary (other sections stay), saved at once; False if no slot."""
+        return await self.update_agent_state(
+            user_or_ctx, "clear_context", AgentState.clear_context, session_id=session_id
+        )
+
+    async def update_agent_state(
+        self,
+        user_or_ctx: str | RuntimeContext,
+        reason: str,
+        mutation: Callable[[AgentState], Any],
+        *,
+        session_id: str | None = None,
+        create: bool = False,
+    ) -> bool:
+        """Apply ``mutation`` under the session's gate at the loaded version; record ``reason``.
+
+        Waits for a running call on that session to finish first (it is not cancelled). The
+        save is a compare-and-set: a concurrent writer elsewhere makes it raise
+        ``VersionConflict`` rather than lose either write.
+        """
+        u, s = self._slot(user_or_ctx, session_id)
+        store = await self.kernel.store()
+        ctx = RuntimeContext(user_id=u, session_id=s)
+        async with self.kernel.gate.acquire(u, s, timeout=self.config.gate_timeout) as fence:
+            got = await store.get_versioned(u, s)
+            if got.state is None and not create:
+                return False
+            state = got.state or AgentState(session_id=s, user_id=u)
+            result = mutation(state)
+            if inspect.isawaitable(result):
+                await result
+            log = state.extensions.setdefault("admin_log", [])
+            if isinstance(log, list):
+                log.append({"reason": reason, "at": time.time(), "run_id": ctx.run_id})
+                del log[:-20]
+            ctx.agent_state = state
+            await _persist_admin(self, state, ctx, got.version, fence)
+        self._slot_cache.pop((u, s), None)
+        return True
+
+    # ------------------------------------------------------------------ sync twins
+    def get_agent_state_sync(self, user_id: str = "", session_id: str | None = None) -> AgentState:
+        return self.kernel.portal().call(self.get_agent_state, user_id, session_id)
+
+    def clear_context_sync(
+        self, user_or_ctx: str | RuntimeContext, session_id: str | None = None
+    ) -> bool:
+        return self.kernel.portal().call(self.clear_context, user_or_ctx, session_id)
+
+    def update_agent_state_sync(
+        self,
+        user_or_ctx: str | RuntimeContext,
+        reason: str,
+        mutation: Callable[[AgentState], Any],
+        *,
+        session_id: str | None = None,
+    ) -> bool:
+        async def run() -> bool:
+            return await self.update_agent_state(
+                user_or_ctx, reason, mutation, session_id=session_id
+            )
+
+        return self.kernel.portal().call(run)
+
+    def close_sync(self) -> None:
+        self.kernel.portal().call(self.close)
+
+
+async def _persist_admin(
+    agent: Agent, state: AgentState, ctx: RuntimeContext, version: int, fence: Any
+) -> None:
+    from .kernel import await_results
+
+    hook = agent.kernel.pm.hook
+    await await_results(
+        hook.hookagent_before_persist(state=state, ctx=ctx, outcome="admin"),
+        "hookagent_before_persist",
+    )
+    store = await agent.kernel.store()
+    new = await store.save_if_version(
+        ctx.user_id, ctx.session_id or "", state, version, fence=fence
+    )
+    await await_results(
+        hook.hookagent_after_persist(state=state, ctx=ctx, version=new), "hookagent_after_persist"
+    )

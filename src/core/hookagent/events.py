@@ -1,0 +1,44 @@
+"""Run events: one start, one end, and the steps between, all carrying the run's identity."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+EventKind: TypeAlias = Literal[
+    "run_started",
+    "state_loaded",
+    "model_requested",
+    "model_delta",
+    "model_responded",
+    "tool_called",
+    "tool_returned",
+    "tool_failed",
+    "tool_denied",
+    "state_persisted",
+    "run_finished",
+    "run_failed",
+    "run_interrupted",
+]
+
+END_KINDS = frozenset({"run_finished", "run_failed", "run_interrupted"})
+
+
+@attrs.frozen
+class RunEvent:
+    """What happened, to which run. ``seq`` orders the events of one execution from 0."""
+
+    kind: EventKind
+    agent_id: str
+    user_id: str
+    session_id: str
+    run_id: str
+    seq: int
+    data: dict[str, Any] = attrs.Factory(dict)
+    timestamp: float = attrs.Factory(time.time)
+
+    @property
+    def is_end(self) -> bool:
+        return self.kind in END_KINDS

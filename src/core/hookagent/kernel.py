@@ -1,0 +1,223 @@
+"""What a configuration prepares once and every agent built from it shares.
+
+The plugin manager, the tools and the tool-middleware chain, the model, the bound store, the
+session gate and the run registry are made on the first ``build()`` and reused, so that
+building an agent per request costs microseconds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import attrs
+
+from .errors import AgentError, HookContractError, ModelError, StoreConfigurationError
+from .gates import LocalSessionGate, SessionGate
+from .messages import ToolResultBlock, ToolUseBlock
+from .models import Model, ToolSpec
+from .plugins import HookagentPluginManager, create_plugin_manager
+from .registry import collect
+from .runs import AgentRunRegistry
+from .store.base import AgentStateStore
+from .store.memory import InMemoryAgentStateStore
+from .tools import Tool
+
+if TYPE_CHECKING:
+    from .agent import AgentConfig
+    from .context import RuntimeContext
+
+
+class StateNotPersistedWarning(UserWarning):
+    """No store plugin provides a default: state lives in memory and is lost on exit."""
+
+
+@attrs.frozen
+class ToolCall:
+    """One tool call as it goes through the middleware chain."""
+
+    use: ToolUseBlock
+    tool: Tool | None
+
+
+ToolMiddleware = Callable[
+    [ToolCall, "RuntimeContext", Callable[[ToolCall], Awaitable[ToolResultBlock]]],
+    Awaitable[ToolResultBlock],
+]
+
+
+async def await_results(results: list[Any], hook: str) -> None:
+    """Await what a 'may be async' hook returned, in pluggy order."""
+    for result in results:
+        if inspect.isawaitable(result):
+            result = await result
+        if result is not None:
+            raise HookContractError(f"an implementation of {hook} returned {result!r}, not None")
+
+
+class Kernel:
+    """The shared runtime of one ``AgentConfig``."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.pm: HookagentPluginManager = create_plugin_manager(
+            config.plugins, autoload=config.autoload_plugins, strict=config.strict_plugins
+        )
+        self.tools = self._collect_tools()
+        self.tool_specs: list[ToolSpec] = [t.spec for t in self.tools.values()]
+        self.middlewares: list[ToolMiddleware] = [
+            m for m in self.pm.hook.hookagent_wrap_tool_call() if m is not None
+        ]
+        for m in self.middlewares:
+            if not callable(m):
+                raise HookContractError(f"hookagent_wrap_tool_call returned {m!r}, not a callable")
+        self.model: Model | None = self._resolve_model()
+        self.gate: SessionGate = config.session_gate or LocalSessionGate()
+        self.registry = config.run_registry or AgentRunRegistry()
+        self._store: AgentStateStore | None = None
+        self._store_pending: Awaitable[AgentStateStore] | None = None
+        self._store_ready: anyio.Event | None = None
+        self._owns_store = False
+        self._bind_store()
+        self._portal_lock = threading.Lock()
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._portal_cm: Any = None
+
+    # ---- tools and models
+    def _collect_tools(self) -> dict[str, Tool]:
+        tools: dict[str, Tool] = {}
+        owners: dict[str, str] = {}
+
+        def add(tool: Tool, owner: str) -> None:
+            if tool.name in tools:
+                from .errors import ToolDefinitionError
+
+                raise ToolDefinitionError(
+                    f"tool {tool.name!r} is registered twice: by {owners[tool.name]} and by {owner}"
+                )
+            tools[tool.name] = tool
+            owners[tool.name] = owner
+
+        for item in self.config.tools:
+            add(Tool.from_function(item), "the configuration")
+
+        class _ToolRegistrar:
+            def __init__(self, what: str, sink: dict[str, Any], plugin: str) -> None:
+                self.plugin = plugin
+
+            def __call__(
+                self,
+                func: Callable[..., Any],
+                *,
+                name: str | None = None,
+                description: str | None = None,
+                group: str | None = None,
+            ) -> None:
+                tool = Tool.from_function(func, name=name, description=description, group=group)
+                add(tool, f"plugin {self.plugin!r}")
+
+        collect(self.pm, "hookagent_register_tools", "tool", _ToolRegistrar)
+        return tools
+
+    def model_factories(self) -> dict[str, tuple[Any, str]]:
+        return collect(self.pm, "hookagent_register_models", "model")
+
+    def _resolve_model(self) -> Model | None:
+        model = self.config.model
+        if model is None or not isinstance(model, str):
+            return model
+        factories = self.model_factories()
+        if model not in factories:
+            known = ", ".join(sorted(factories)) or "none (install a model plugin)"
+            raise ModelError(f"no model provider named {model!r}; registered: {known}")
+        return factories[model][0](**self.config.model_options)  # type: ignore[no-any-return]
+
+    # ---- the store
+    def store_factories(self) -> dict[str, tuple[Any, str]]:
+        return collect(self.pm, "hookagent_register_state_stores", "state store scheme")
+
+    def _bind_store(self) -> None:
+        spec = self.config.state_store
+        if spec is None:
+            default = self.pm.hook.hookagent_default_state_store(agent_id=self.config.id)
+            if default is None:
+                warnings.warn(
+                    f"agent {self.config.id!r}: no state store configured and no store plugin "
+                    "provides a default; state is kept in memory and lost on exit",
+                    StateNotPersistedWarning,
+                    stacklevel=4,
+                )
+                default = InMemoryAgentStateStore()
+            self._set_store(default)
+        elif isinstance(spec, str):
+            scheme = spec.split("://", 1)[0] if "://" in spec else "file"
+            factories = self.store_factories()
+            if scheme not in factories:
+                known = ", ".join(sorted(factories)) or "none (install a store plugin)"
+                raise StoreConfigurationError(
+                    f"no store plugin serves {scheme!r} URLs ({spec!r}); registered: {known}"
+                )
+            self._set_store(factories[scheme][0](spec, **self.config.state_store_options))
+        else:
+            self._set_store(spec)
+            return
+        self._owns_store = True
+
+    def _set_store(self, value: Any) -> None:
+        if inspect.isawaitable(value):
+            self._store_pending = value
+        else:
+            self._store = value
+
+    async def store(self) -> AgentStateStore:
+        if self._store is not None:
+            return self._store
+        if self._store_pending is not None:
+            pending, self._store_pending = self._store_pending, None
+            self._store_ready = anyio.Event()
+            try:
+                self._store = await pending
+            finally:
+                self._store_ready.set()
+        elif self._store_ready is not None:
+            await self._store_ready.wait()
+        if self._store is None:
+            raise StoreConfigurationError("the state store failed to open (see the first error)")
+        return self._store
+
+    # ---- sync twins run on one event-loop thread per kernel
+    def portal(self) -> anyio.from_thread.BlockingPortal:
+        if _in_event_loop():
+            raise AgentError("a *_sync method was called inside an event loop: await the async one")
+        with self._portal_lock:
+            if self._portal is None:
+                self._portal_cm = anyio.from_thread.start_blocking_portal()
+                self._portal = self._portal_cm.__enter__()
+            return self._portal
+
+    async def aclose(self) -> None:
+        closer = getattr(self._store, "aclose", None)
+        if self._owns_store and closer is not None:
+            await closer()
+        model_closer = getattr(self.model, "aclose", None)
+        if isinstance(self.config.model, str) and model_closer is not None:
+            await model_closer()
+
+    def close_portal(self) -> None:
+        with self._portal_lock:
+            if self._portal_cm is not None:
+                self._portal_cm.__exit__(None, None, None)
+                self._portal_cm = self._portal = None
+
+
+def _in_event_loop() -> bool:
+    try:
+        anyio.get_current_task()
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,21 @@
+"""The entry point: registers the ``openai`` model provider with hookagent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookagent.hookspecs import hookimpl
+
+from .provider import OpenAIChatModel
+
+MODEL_NAME = "openai"
+
+
+def create_model(**options: Any) -> OpenAIChatModel:
+    """``factory(**options)`` for ``AgentConfig(model="openai")``; see the README for options."""
+    return OpenAIChatModel.from_options(**options)
+
+
+@hookimpl
+def hookagent_register_models(register: Any) -> None:
+    register(MODEL_NAME, create_model)

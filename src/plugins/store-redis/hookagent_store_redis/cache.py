@@ -1,0 +1,83 @@
+"""Per-slot memory of a store instance: decoded messages and the highest version seen.
+
+Why: a warm load must not cost O(history). The head carries a generation (bumped on every
+rewrite, from a counter that never goes back) and a hash chain over the encoded messages;
+a cached prefix is reused only when the generation matches and the chain recomputed over
+the cached chain plus the new tail equals the server's, so a prefix silently replaced (lost
+writes after a failover, then new writes reusing the numbers) is never served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+import attrs
+from hookagent.messages import Msg
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+Slot = tuple[str, str, str]
+
+
+def chain(start: str, items: Iterable[bytes]) -> str:
+    """sha1 hex chain: c = sha1(c_prev_hex || item), as ``redis.sha1hex`` computes it in Lua."""
+    c = start.encode("ascii")
+    for item in items:
+        c = hashlib.sha1(c + item, usedforsecurity=False).hexdigest().encode("ascii")
+    return c.decode("ascii")
+
+
+@attrs.frozen
+class CachedHistory:
+    generation: int
+    chain: str
+    messages: tuple[Msg, ...]
+
+
+@attrs.frozen
+class Seen:
+    """What this instance last observed of a slot: the order (incarnation, version) and writer."""
+
+    incarnation: int
+    version: int
+    write_id: str
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.incarnation, self.version)
+
+
+class Lru(Generic[K, V]):
+    """A bounded mapping that forgets the least recently used entry."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        if self._size <= 0:
+            return
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+    def pop(self, key: K) -> None:
+        self._data.pop(key, None)
+
+    def drop_session(self, user_id: str, session_id: str) -> None:
+        for k in [k for k in self._data if k[:2] == (user_id, session_id)]:  # type: ignore[index]
+            del self._data[k]
+
+    def __len__(self) -> int:
+        return len(self._data)

@@ -1,0 +1,52 @@
+"""Driver errors become the kernel's typed errors; the one error of our own is a regression.
+
+Why: callers handle ``StoreUnavailable``/``StorageFull``/``StoreConfigurationError``, never a
+redis-py class. A regression (a load or a compare-and-set showing an older version than this
+store instance already saw, as after a failover that lost acknowledged writes) is an
+unavailability of the data the caller was promised, so it subclasses ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hookagent.errors import StorageFull, StoreConfigurationError, StoreUnavailable
+from redis import exceptions as rx
+
+
+class VersionRegression(StoreUnavailable):
+    """The server shows an older version (or another write at the same version) than seen."""
+
+    def __init__(
+        self, user_id: str, session_id: str, key: str, seen: tuple[int, int], found: tuple[int, int]
+    ) -> None:
+        self.user_id, self.session_id, self.key = user_id, session_id, key
+        self.seen, self.found = seen, found
+        super().__init__(
+            f"version regression on user_id={user_id!r} session_id={session_id!r} key={key!r}: "
+            f"this store saw incarnation/version {seen}, the server now has {found} "
+            "(acknowledged writes were lost, e.g. by a failover)"
+        )
+
+
+@contextmanager
+def translated(what: str) -> Iterator[None]:
+    """Re-raise redis-py and socket errors as typed hookagent errors, cause chained."""
+    try:
+        yield
+    except (rx.AuthenticationError, rx.AuthorizationError) as exc:
+        raise StoreConfigurationError(
+            f"redis refused the credentials during {what}: {exc}"
+        ) from exc
+    except rx.OutOfMemoryError as exc:
+        raise StorageFull(f"redis is out of memory (maxmemory) during {what}: {exc}") from exc
+    except rx.ResponseError as exc:
+        if str(exc).startswith("OOM"):
+            raise StorageFull(f"redis is out of memory during {what}: {exc}") from exc
+        raise StoreUnavailable(f"redis answered an error during {what}: {exc}") from exc
+    except (rx.RedisError, OSError, TimeoutError) as exc:
+        raise StoreUnavailable(
+            f"redis is unreachable during {what} (outcome unknown for writes): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc

@@ -1,0 +1,204 @@
+"""The server-side scripts and their runner (EVALSHA, reloaded by EVAL on NOSCRIPT).
+
+Why Lua: a compare-and-set must read the version and write in one atomic step on the server,
+and one EVALSHA is one round trip. Every script touches only keys of one hash tag (one cluster
+slot). The script cache is lost on restart and failover; ``Script.run`` then sends the
+source with EVAL once, which runs it and caches it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+# KEYS: head, list, keyset, meta
+# ARGV: 1 expected (-1 = unconditional), 2 mode (a|r), 3 base, 4 fence epoch ('' = none),
+#       5 fence owner, 6 encoded sections, 7 ttl ms (0 = none), 8 key name, 9 write id,
+#       10 expected incarnation ('' = any), 11 expected write id ('' = any), 12.. messages
+SAVE = """
+local head, list, keyset, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local expected, mode, base = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local kname, wid = ARGV[8], ARGV[9]
+local h = redis.call('HMGET', head, 'v', 'g', 'n', 'c', 'i', 'w')
+local cur = tonumber(h[1]) or 0
+if cur > 0 and h[6] == wid then
+  return {'OK', cur, tonumber(h[2]), tonumber(h[3]), h[4], tonumber(h[5]), 0}
+end
+local fe_new = ARGV[4]
+if fe_new ~= '' then
+  local e = tonumber(fe_new)
+  local m = redis.call('HMGET', meta, 'ge', 'fe', 'fo')
+  local ge, fe, fo = tonumber(m[1]) or 0, tonumber(m[2]) or 0, m[3]
+  if e < ge or e < fe or (e == fe and fo and fo ~= ARGV[5]) then
+    return {'FENCED', ge, fe}
+  end
+end
+local inc = tonumber(h[5]) or 0
+if expected >= 0 then
+  if expected ~= cur then return {'CONFLICT', cur, inc} end
+  if cur > 0 and ((ARGV[10] ~= '' and tostring(inc) ~= ARGV[10])
+                  or (ARGV[11] ~= '' and h[6] ~= ARGV[11])) then
+    return {'CONFLICT', cur, inc}
+  end
+end
+local gen, n, chain = tonumber(h[2]) or 0, tonumber(h[3]) or 0, h[4] or ''
+if mode == 'a' and cur > 0 and expected == cur then
+  if base > n then return {'REWRITE'} end
+  if base < n then
+    redis.call('LTRIM', list, 0, base - 1)
+    chain = ''
+    local kept = redis.call('LRANGE', list, 0, -1)
+    for i = 1, #kept do chain = redis.sha1hex(chain .. kept[i]) end
+    gen = redis.call('HINCRBY', meta, 'g:' .. kname, 1)
+    n = base
+  end
+else
+  redis.call('DEL', list)
+  n, chain = 0, ''
+  gen = redis.call('HINCRBY', meta, 'g:' .. kname, 1)
+end
+if cur == 0 then inc = redis.call('HINCRBY', meta, 'i:' .. kname, 1) end
+local first, total = 12, #ARGV
+local i = first
+while i <= total do
+  local j = math.min(i + 999, total)
+  redis.call('RPUSH', list, unpack(ARGV, i, j))
+  i = j + 1
+end
+for k = first, total do chain = redis.sha1hex(chain .. ARGV[k]) end
+n = n + (total - first + 1)
+local v = cur + 1
+redis.call('HSET', head, 'v', v, 'g', gen, 'n', n, 'c', chain, 'i', inc, 'w', wid, 'd', ARGV[6])
+local created = 1 - redis.call('EXISTS', keyset)
+redis.call('SADD', keyset, kname)
+if fe_new ~= '' then redis.call('HSET', meta, 'fe', fe_new, 'fo', ARGV[5]) end
+local ttl = tonumber(ARGV[7])
+if ttl > 0 then
+  redis.call('PEXPIRE', head, ttl)
+  redis.call('PEXPIRE', list, ttl)
+  redis.call('PEXPIRE', keyset, ttl)
+end
+return {'OK', v, gen, n, chain, inc, created}
+"""
+
+# KEYS: head, list, keyset, meta ; ARGV: cached generation (-1 none), cached count, ttl, key name
+# -> {version, incarnation counter, gen, n, chain, incarnation, write id, sections, from, msgs...}
+LOAD = """
+local h = redis.call('HMGET', KEYS[1], 'v', 'g', 'n', 'c', 'i', 'w', 'd')
+local ictr = tonumber(redis.call('HGET', KEYS[4], 'i:' .. ARGV[4]) or '0')
+if not h[1] then return {0, ictr} end
+local g, n = tonumber(h[2]), tonumber(h[3])
+local from = 0
+if tostring(g) == ARGV[1] and n >= tonumber(ARGV[2]) then from = tonumber(ARGV[2]) end
+local out = {tonumber(h[1]), ictr, g, n, h[4], tonumber(h[5]), h[6], h[7], from}
+if n > from then
+  local tail = redis.call('LRANGE', KEYS[2], from, n - 1)
+  for i = 1, #tail do out[#out + 1] = tail[i] end
+end
+local ttl = tonumber(ARGV[3])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return out
+"""
+
+# KEYS: keyset ; ARGV: 1 session base name, 2 key name ('' = every key of the session)
+# The per-key names are built from the base: same hash tag, so the same slot as KEYS[1].
+DELETE = """
+local names
+if ARGV[2] ~= '' then names = {ARGV[2]} else names = redis.call('SMEMBERS', KEYS[1]) end
+local existed = 0
+for _, k in ipairs(names) do
+  existed = existed + redis.call('DEL', ARGV[1] .. ':h:' .. k, ARGV[1] .. ':m:' .. k)
+  redis.call('SREM', KEYS[1], k)
+end
+return {existed, redis.call('EXISTS', KEYS[1])}
+"""
+
+# KEYS: lease, meta, queue, queue deadlines ; ARGV: owner, lease ms, waiter window ms (0 = no
+# queueing). -> {1, epoch} granted, or {0, lease pttl}.
+ACQUIRE = """
+local lease, meta, queue, qdl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, ttl, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local waiting = redis.call('ZRANGE', queue, 0, -1)
+for _, w in ipairs(waiting) do
+  local d = tonumber(redis.call('HGET', qdl, w) or '0')
+  if d < now then
+    redis.call('ZREM', queue, w)
+    redis.call('HDEL', qdl, w)
+  end
+end
+if redis.call('EXISTS', lease) == 0 then
+  local first = redis.call('ZRANGE', queue, 0, 0)[1]
+  if (not first) or first == owner then
+    local m = redis.call('HMGET', meta, 'ge', 'fe')
+    local e = math.max(tonumber(m[1]) or 0, tonumber(m[2]) or 0) + 1
+    redis.call('HSET', meta, 'ge', e)
+    redis.call('HSET', lease, 'owner', owner, 'epoch', e)
+    redis.call('PEXPIRE', lease, ttl)
+    redis.call('ZREM', queue, owner)
+    redis.call('HDEL', qdl, owner)
+    return {1, e}
+  end
+end
+if window > 0 then
+  if not redis.call('ZSCORE', queue, owner) then
+    redis.call('ZADD', queue, redis.call('HINCRBY', meta, 'qt', 1), owner)
+  end
+  redis.call('HSET', qdl, owner, now + window)
+  if redis.call('PTTL', queue) < window then
+    redis.call('PEXPIRE', queue, window)
+    redis.call('PEXPIRE', qdl, window)
+  end
+end
+return {0, redis.call('PTTL', lease)}
+"""
+
+# KEYS: lease, queue, queue deadlines ; ARGV: owner -- a waiter that gives up leaves the queue
+LEAVE = """
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return 1
+"""
+
+# KEYS: lease ; ARGV: owner, epoch, lease ms -> 1 renewed, 0 the lease is not ours any more
+RENEW = """
+local m = redis.call('HMGET', KEYS[1], 'owner', 'epoch')
+if m[1] == ARGV[1] and m[2] == ARGV[2] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+# KEYS: lease ; ARGV: owner, epoch -> 1 released, 0 not ours (expired or taken over)
+RELEASE = """
+local m = redis.call('HMGET', KEYS[1], 'owner', 'epoch')
+if m[1] == ARGV[1] and m[2] == ARGV[2] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"""
+
+
+class Script:
+    """A Lua script run by its SHA1; NOSCRIPT (restart, failover, SCRIPT FLUSH) -> EVAL once."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+    async def run(self, client: Any, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await client.eval(self.source, len(keys), *keys, *args)

@@ -1,0 +1,343 @@
+"""The Redis state store: Lua compare-and-set, append-only history, one round trip per call.
+
+Layout (see keys.py): per (user, session, key) a head hash and a message list; per session a
+key set (the session exists iff it exists) and a meta hash of counters that outlive delete;
+per user a sorted-set index of session ids. A save is one EVALSHA that checks the fence and
+the version and then appends only the new messages (RPUSH) or rewrites the list on a changed
+prefix. A warm load is one EVALSHA returning the head plus only the messages after the cached
+count. The per-user index lives in another cluster slot: it is written BEFORE a session is
+created and cleaned AFTER one is deleted (with a re-check), so a crash leaves at most a
+stale index entry, which listing skips and removes, never a session missing from the index.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
+from hookagent.errors import CorruptState, Fenced, InvalidIdentifier, VersionConflict
+from hookagent.state import AgentState
+from hookagent.store.base import (
+    AGENT_STATE_KEY,
+    UNCONDITIONAL,
+    ExpectedVersion,
+    Fence,
+    SessionPage,
+    Versioned,
+)
+from hookagent.store.ids import check_id, check_slot, decode_id, encode_id
+
+from . import lua
+from .cache import CachedHistory, Lru, Seen, Slot, chain
+from .errors import VersionRegression, translated
+from .keys import DEFAULT_PREFIX, KeyLayout
+
+_SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
+
+
+def _s(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def _b(value: Any) -> bytes:
+    return bytes(value) if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8")
+
+
+class RedisAgentStateStore:
+    """An ``AgentStateStore`` on any redis-py asyncio client (standalone, cluster, sentinel).
+
+    ``ttl`` (seconds, default None = keep forever) expires a slot that nobody saved or loaded
+    for that long (sliding). ``cache_slots`` bounds the per-slot message cache.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl: float | None = None,
+        cache_slots: int = 256,
+        seen_slots: int = 100_000,
+        owns_client: bool = False,
+        on_close: Sequence[Callable[[], Awaitable[Any]]] = (),
+    ) -> None:
+        if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
+            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+        self.client = client
+        self.layout = KeyLayout(prefix)
+        self.ttl_ms = 0 if ttl is None else max(1, int(ttl * 1000))
+        self._cache: Lru[Slot, CachedHistory] = Lru(cache_slots)
+        self._seen: Lru[Slot, Seen] = Lru(seen_slots)
+        self._owns_client = owns_client
+        self._on_close = list(on_close)
+
+    def __repr__(self) -> str:
+        return f"RedisAgentStateStore(prefix={self.layout.prefix!r}, ttl_ms={self.ttl_ms})"
+
+    @property
+    def prefix(self) -> str:
+        return self.layout.prefix
+
+    async def _run(self, script: lua.Script, keys: list[str], args: list[Any], what: str) -> Any:
+        with translated(what):
+            return await script.run(self.client, keys, args)
+
+    # ------------------------------------------------------------------ load
+
+    async def get_versioned(
+        self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
+    ) -> Versioned:
+        check_slot(user_id, session_id, key)
+        return await self._load(user_id, session_id, key, use_cache=True)
+
+    async def _load(self, user_id: str, session_id: str, key: str, *, use_cache: bool) -> Versioned:
+        slot: Slot = (user_id, session_id, key)
+        sk, kname = self.layout.session(user_id, session_id), encode_id(key)
+        cached = self._cache.get(slot) if use_cache else None
+        seen = self._seen.get(slot)  # what was seen BEFORE this request: it must still show
+        args = [-1, 0] if cached is None else [cached.generation, len(cached.messages)]
+        res = await self._run(
+            _LOAD,
+            [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
+            [*args, self.ttl_ms, kname],
+            "load",
+        )
+        version, counter = int(res[0]), int(res[1])
+        if version == 0:
+            self._cache.pop(slot)
+            self._seen.pop(slot)
+            if seen is not None and counter < seen.incarnation:
+                raise VersionRegression(user_id, session_id, key, seen.order, (counter, 0))
+            return Versioned(None, 0)
+        gen, count, head_chain = int(res[2]), int(res[3]), _s(res[4])
+        incarnation, write_id, sections, start = int(res[5]), _s(res[6]), res[7], int(res[8])
+        raw = [_b(item) for item in res[9:]]
+        if seen is not None and (
+            (incarnation, version) < seen.order
+            or ((incarnation, version) == seen.order and write_id != seen.write_id)
+        ):
+            self._cache.pop(slot)
+            self._seen.put(slot, Seen(incarnation, version, write_id))
+            raise VersionRegression(user_id, session_id, key, seen.order, (incarnation, version))
+        if start > 0:
+            assert cached is not None and start == len(cached.messages)
+            if chain(cached.chain, raw) != head_chain:  # the cached prefix was replaced
+                self._cache.pop(slot)
+                return await self._load(user_id, session_id, key, use_cache=False)
+            messages = cached.messages + tuple(decode_msg(item) for item in raw)
+        else:
+            if chain("", raw) != head_chain:
+                raise CorruptState(
+                    f"message list of user_id={user_id!r} session_id={session_id!r} key={key!r} "
+                    "does not match its head's hash chain"
+                )
+            messages = tuple(decode_msg(item) for item in raw)
+        if len(messages) != count:
+            raise CorruptState(f"head says {count} messages, the list holds {len(messages)}")
+        state = decode_head(_b(sections), messages)
+        self._cache.put(slot, CachedHistory(gen, head_chain, messages))
+        self._seen.put(slot, Seen(incarnation, version, write_id))
+        return Versioned(state, version)
+
+    # ------------------------------------------------------------------ save
+
+    async def save_if_version(
+        self,
+        user_id: str,
+        session_id: str,
+        state: AgentState,
+        expected_version: ExpectedVersion,
+        *,
+        key: str = AGENT_STATE_KEY,
+        fence: Fence | None = None,
+    ) -> int:
+        check_slot(user_id, session_id, key)
+        if expected_version is not UNCONDITIONAL and (
+            type(expected_version) is not int or expected_version < 0
+        ):
+            raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        if fence is not None and (
+            not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0
+        ):
+            raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")
+        expected = -1 if expected_version is UNCONDITIONAL else int(expected_version)  # type: ignore[call-overload]
+        # validate and encode everything before anything is written
+        sections = encode_head(state)
+        history = state.context
+        base = history.unchanged_prefix
+        append = expected > 0 and base > 0
+        payload = [encode_msg(m) for m in (history[base:] if append else history)]
+        slot: Slot = (user_id, session_id, key)
+        sk, kname = self.layout.session(user_id, session_id), encode_id(key)
+        seen = self._seen.get(slot)
+        token = ("", "")
+        if seen is not None and expected > 0 and seen.version == expected:
+            token = (str(seen.incarnation), seen.write_id)
+        write_id = secrets.token_hex(8)
+        may_create = expected <= 0
+        if may_create:  # index first: a crash after this leaves only a stale entry
+            await self._index_add(user_id, session_id)
+
+        async def attempt(mode: str, messages: list[bytes]) -> Any:
+            return await self._run(
+                _SAVE,
+                [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
+                [
+                    expected,
+                    mode,
+                    base if mode == "a" else 0,
+                    "" if fence is None else fence.epoch,
+                    "" if fence is None else fence.owner,
+                    sections,
+                    self.ttl_ms,
+                    kname,
+                    write_id,
+                    *token,
+                    *messages,
+                ],
+                "save",
+            )
+
+        res = await attempt("a" if append else "r", payload)
+        status = _s(res[0])
+        if status == "REWRITE":  # the stored history is shorter than the unchanged prefix
+            res = await attempt("r", [encode_msg(m) for m in history])
+            status = _s(res[0])
+        if status == "FENCED":
+            if may_create:
+                await self._index_remove_checked(user_id, session_id)
+            holder = fence.owner if fence is not None else None
+            raise Fenced(
+                f"lease epoch {fence.epoch if fence else None} of {holder!r} is older than the "
+                f"newest (gate epoch {int(res[1])}, last write epoch {int(res[2])}) on "
+                f"user_id={user_id!r} session_id={session_id!r}"
+            )
+        if status == "CONFLICT":
+            current, incarnation = int(res[1]), int(res[2])
+            if (
+                seen is not None
+                and current > 0
+                and (
+                    (incarnation, current) < seen.order
+                    or (token[0] and current == expected and incarnation == seen.incarnation)
+                )
+            ):
+                self._cache.pop(slot)
+                self._seen.pop(slot)
+                raise VersionRegression(
+                    user_id, session_id, key, seen.order, (incarnation, current)
+                )
+            raise VersionConflict(user_id, session_id, key, expected, current)
+        if status != "OK":
+            raise CorruptState(f"unexpected answer {status!r} from the save script")
+        version, gen, count, head_chain = int(res[1]), int(res[2]), int(res[3]), _s(res[4])
+        incarnation, created = int(res[5]), int(res[6])
+        if created:  # repairs a concurrent delete's index clean-up that ran before our create
+            await self._index_add(user_id, session_id)
+        if count == len(history):
+            self._cache.put(slot, CachedHistory(gen, head_chain, tuple(history)))
+        else:
+            self._cache.pop(slot)
+        self._seen.put(slot, Seen(incarnation, version, write_id))
+        history.mark_committed()
+        return version
+
+    # ------------------------------------------------------------------ delete, exists, list
+
+    async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
+        check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
+        sk = self.layout.session(user_id, session_id)
+        res = await self._run(
+            _DELETE, [sk.keyset], [sk.base, "" if key is None else encode_id(key)], "delete"
+        )
+        existed, remaining = int(res[0]) > 0, int(res[1])
+        if key is None:
+            self._cache.drop_session(user_id, session_id)
+            self._seen.drop_session(user_id, session_id)
+        else:
+            self._cache.pop((user_id, session_id, key))
+            self._seen.pop((user_id, session_id, key))
+        if not remaining:  # data first, index after: a crash leaves only a stale entry
+            await self._index_remove_checked(user_id, session_id)
+        return existed
+
+    async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
+        check_slot(user_id, session_id, key)
+        head = self.layout.session(user_id, session_id).head(encode_id(key))
+        with translated("exists"):
+            return bool(await self.client.exists(head))
+
+    async def list_session_ids(
+        self, user_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> SessionPage:
+        check_id(user_id, "user_id", allow_empty=True)
+        if type(limit) is not int or limit < 1:
+            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        if cursor is not None:
+            check_id(cursor, "cursor")
+        index = self.layout.user_index(user_id)
+        start = "-" if cursor is None else "(" + encode_id(cursor)
+        found: list[str] = []
+        while len(found) <= limit:
+            want = limit + 1 - len(found)
+            with translated("list"):
+                members = [_s(m) for m in await self.client.zrangebylex(index, start, "+", 0, want)]
+            if not members:
+                break
+            ids = [_decode_member(m) for m in members]
+            alive = await self._alive(user_id, ids)
+            for sid, ok in zip(ids, alive, strict=True):
+                if ok:
+                    found.append(sid)
+                else:
+                    await self._index_remove_checked(user_id, sid)
+            start = "(" + members[-1]
+            if len(members) < want:
+                break
+        page = tuple(found[:limit])
+        return SessionPage(page, page[-1] if len(found) > limit else None)
+
+    async def _alive(self, user_id: str, session_ids: list[str]) -> list[bool]:
+        with translated("list"):
+            async with self.client.pipeline(transaction=False) as pipe:
+                for sid in session_ids:
+                    pipe.exists(self.layout.session(user_id, sid).keyset)
+                return [bool(x) for x in await pipe.execute()]
+
+    async def _index_add(self, user_id: str, session_id: str) -> None:
+        with translated("index"):
+            await self.client.zadd(self.layout.user_index(user_id), {encode_id(session_id): 0})
+
+    async def _index_remove_checked(self, user_id: str, session_id: str) -> None:
+        """ZREM, then re-add if the session exists: a racing create is never left unindexed."""
+        index, member = self.layout.user_index(user_id), encode_id(session_id)
+        with translated("index"):
+            await self.client.zrem(index, member)
+            if await self.client.exists(self.layout.session(user_id, session_id).keyset):
+                await self.client.zadd(index, {member: 0})
+
+    # ------------------------------------------------------------------ misc
+
+    def forget(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> None:
+        """Drop what this instance remembers of a slot (cache and highest version seen)."""
+        self._cache.pop((user_id, session_id, key))
+        self._seen.pop((user_id, session_id, key))
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            with translated("close"):
+                await self.client.aclose()
+            for close in self._on_close:
+                with translated("close"):
+                    await close()
+
+
+def _decode_member(member: str) -> str:
+    try:
+        return decode_id(member)
+    except InvalidIdentifier as exc:
+        raise CorruptState(
+            f"session index holds a member that is not an encoded id: {exc}"
+        ) from exc

@@ -1,0 +1,176 @@
+"""Store URLs for the three topologies, and the factory the plugin registers.
+
+    redis://[[user]:password@]host[:port][/db][?prefix=..&ttl=..]   standalone
+    rediss://...                                                     standalone over TLS
+    unix:///path/to/redis.sock[?db=0]                                (via redis-py's from_url)
+    redis+cluster://[[user]:password@]host:port[,host:port...]/      Cluster (seed nodes)
+    redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]   Sentinel
+    rediss+cluster://..., rediss+sentinel://...                      the same over TLS
+
+Our own query options (removed before the rest goes to redis-py): ``prefix``, ``ttl``
+(seconds), ``cache_slots``; for sentinel also ``sentinel_password``. Keyword options given
+to the factory win over the query string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from hookagent.errors import StoreConfigurationError
+
+from .store import RedisAgentStateStore
+
+SCHEMES = (
+    "redis",
+    "rediss",
+    "redis+cluster",
+    "rediss+cluster",
+    "redis+sentinel",
+    "rediss+sentinel",
+)
+_STORE_OPTIONS = ("prefix", "ttl", "cache_slots")
+_CLIENT_DEFAULTS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
+
+
+def _hosts(netloc: str, default_port: int) -> tuple[str | None, str | None, list[tuple[str, int]]]:
+    user = password = None
+    if "@" in netloc:
+        auth, netloc = netloc.rsplit("@", 1)
+        user, _, pw = auth.partition(":")
+        user, password = (unquote(user) or None), (unquote(pw) or None)
+    hosts: list[tuple[str, int]] = []
+    for part in netloc.split(","):
+        if not part:
+            continue
+        if part.startswith("["):  # [ipv6]:port
+            host, _, rest = part[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else ""
+        else:
+            host, _, port = part.partition(":")
+        try:
+            hosts.append((host, int(port) if port else default_port))
+        except ValueError:
+            raise StoreConfigurationError(f"bad port in redis URL host {part!r}") from None
+    if not hosts:
+        raise StoreConfigurationError("a redis cluster/sentinel URL needs at least one host:port")
+    return user, password, hosts
+
+
+def _split_options(query: str) -> tuple[dict[str, str], dict[str, str]]:
+    ours, theirs = {}, {}
+    for k, v in parse_qsl(query, keep_blank_values=True):
+        (ours if k in (*_STORE_OPTIONS, "sentinel_password") else theirs)[k] = v
+    return ours, theirs
+
+
+def _store_options(ours: dict[str, str], options: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        if "prefix" in ours:
+            out["prefix"] = ours["prefix"]
+        if "ttl" in ours:
+            out["ttl"] = float(ours["ttl"]) if ours["ttl"] not in ("", "none", "0") else None
+        if "cache_slots" in ours:
+            out["cache_slots"] = int(ours["cache_slots"])
+    except ValueError as exc:
+        raise StoreConfigurationError(f"bad store option in redis URL: {exc}") from None
+    unknown = set(options) - {*_STORE_OPTIONS, "client_options"}
+    if unknown:
+        raise StoreConfigurationError(f"unknown redis store option(s): {sorted(unknown)}")
+    out.update({k: v for k, v in options.items() if k in _STORE_OPTIONS})
+    return out
+
+
+def connect(url: str, **options: Any) -> RedisAgentStateStore:
+    """Build a store (and its client, owned by the store) from a URL."""
+    if not isinstance(url, str):
+        raise StoreConfigurationError(f"redis store URL must be a str, got {type(url).__name__}")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in (*SCHEMES, "unix"):
+        raise StoreConfigurationError(f"not a redis store URL scheme: {scheme!r}")
+    ours, theirs = _split_options(parts.query)
+    store_kw = _store_options(ours, options)
+    client_kw = {**_CLIENT_DEFAULTS, **dict(options.get("client_options") or {})}
+    tls = scheme.startswith("rediss")
+    try:
+        if scheme.endswith("+cluster"):
+            return _cluster(parts.netloc, theirs, tls, client_kw, store_kw)
+        if scheme.endswith("+sentinel"):
+            return _sentinel(parts.netloc, parts.path, ours, theirs, tls, client_kw, store_kw)
+        from redis.asyncio import Redis
+
+        plain = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(theirs), ""))
+        client = Redis.from_url(plain, **client_kw)
+    except StoreConfigurationError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise StoreConfigurationError(f"bad redis URL {url!r}: {exc}") from exc
+    return RedisAgentStateStore(client, owns_client=True, **store_kw)
+
+
+def _cluster(
+    netloc: str, query: dict[str, str], tls: bool, kw: dict[str, Any], store_kw: dict[str, Any]
+) -> RedisAgentStateStore:
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+    user, password, hosts = _hosts(netloc, 6379)
+    if query:
+        raise StoreConfigurationError(f"unsupported redis+cluster URL options: {sorted(query)}")
+    client = RedisCluster(
+        startup_nodes=[ClusterNode(h, p) for h, p in hosts],
+        username=user,
+        password=password,
+        ssl=tls,
+        **kw,
+    )
+    return RedisAgentStateStore(client, owns_client=True, **store_kw)
+
+
+def _sentinel(
+    netloc: str,
+    path: str,
+    ours: dict[str, str],
+    query: dict[str, str],
+    tls: bool,
+    kw: dict[str, Any],
+    store_kw: dict[str, Any],
+) -> RedisAgentStateStore:
+    from redis.asyncio.sentinel import Sentinel
+
+    user, password, hosts = _hosts(netloc, 26379)
+    segments = [unquote(p) for p in path.split("/") if p]
+    if not segments or len(segments) > 2:
+        raise StoreConfigurationError(
+            "redis+sentinel URL needs /<service name>[/<db>], e.g. "
+            "redis+sentinel://h1:26379,h2:26379/mymaster/0"
+        )
+    try:
+        db = int(segments[1]) if len(segments) == 2 else 0
+    except ValueError:
+        raise StoreConfigurationError(f"bad database number {segments[1]!r}") from None
+    if query:
+        raise StoreConfigurationError(f"unsupported redis+sentinel URL options: {sorted(query)}")
+    sentinel_kw: dict[str, Any] = {
+        "socket_timeout": kw.get("socket_timeout"),
+        "socket_connect_timeout": kw.get("socket_connect_timeout"),
+        "ssl": tls,
+    }
+    if ours.get("sentinel_password"):
+        sentinel_kw["password"] = ours["sentinel_password"]
+    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kw)
+    client = sentinel.master_for(
+        segments[0], db=db, username=user, password=password, ssl=tls, **kw
+    )
+
+    async def close_sentinels() -> None:
+        for s in sentinel.sentinels:
+            await s.aclose()
+
+    return RedisAgentStateStore(client, owns_client=True, on_close=[close_sentinels], **store_kw)
+
+
+def factory(url: str, **options: Any) -> RedisAgentStateStore:
+    """The factory registered for every scheme in ``SCHEMES``."""
+    return connect(url, **options)

@@ -1,0 +1,139 @@
+"""``LocalJsonFileStore``: the async face of the local-disk store (see ``localcore``).
+
+Arguments are checked here, before any thread hop; the blocking work runs in a worker thread
+(``anyio.to_thread``), never cancelled half-way (a cancelled caller's save still finishes or
+fails as a whole).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from hookagent.state import AgentState
+from hookagent.store.base import (
+    AGENT_STATE_KEY,
+    UNCONDITIONAL,
+    ExpectedVersion,
+    Fence,
+    SessionPage,
+    Versioned,
+)
+from hookagent.store.ids import check_id, check_slot
+
+from .localcore import LocalCore
+
+T = TypeVar("T")
+
+DEFAULT_SWEEP_AFTER = 600.0
+"""Temp files older than this (seconds) are swept when the store first opens its root."""
+
+
+def check_expected(expected_version: object) -> None:
+    if expected_version is not UNCONDITIONAL and (
+        type(expected_version) is not int or expected_version < 0
+    ):
+        raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+
+
+def check_page(limit: object, cursor: object) -> None:
+    if type(limit) is not int or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    if cursor is not None and not isinstance(cursor, str):
+        raise ValueError(f"cursor must be a str or None, got {type(cursor).__name__}")
+
+
+class LocalJsonFileStore:
+    """Versioned slots in files under ``root``; safe for many processes on one local disk.
+
+    :param root: the store directory (created 0700 on first use, not before).
+    :param sweep_after: seconds after which a leftover temp file is removed when the store
+        opens its root; None disables the sweep on open (``sweep()`` still works).
+    :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        sweep_after: float | None = DEFAULT_SWEEP_AFTER,
+        cache_slots: int = 256,
+    ) -> None:
+        self.root = Path(root)
+        self._core = LocalCore(self.root, sweep_after=sweep_after, cache_slots=cache_slots)
+
+    def __repr__(self) -> str:
+        return f"LocalJsonFileStore({str(self.root)!r})"
+
+    async def _run(self, func: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(functools.partial(func, *args))
+
+    async def get_versioned(
+        self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
+    ) -> Versioned:
+        check_slot(user_id, session_id, key)
+        result: Versioned = await self._run(self._core.get, user_id, session_id, key)
+        return result
+
+    async def save_if_version(
+        self,
+        user_id: str,
+        session_id: str,
+        state: AgentState,
+        expected_version: ExpectedVersion,
+        *,
+        key: str = AGENT_STATE_KEY,
+        fence: Fence | None = None,
+    ) -> int:
+        check_slot(user_id, session_id, key)
+        check_expected(expected_version)
+        version: int = await self._run(
+            self._core.save, user_id, session_id, state, expected_version, key, fence
+        )
+        return version
+
+    async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
+        check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
+        existed: bool = await self._run(self._core.delete, user_id, session_id, key)
+        return existed
+
+    async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
+        check_slot(user_id, session_id, key)
+        found: bool = await self._run(self._core.exists, user_id, session_id, key)
+        return found
+
+    async def list_session_ids(
+        self, user_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> SessionPage:
+        """Sorted session ids from the directory tree (no payload read), ``limit`` per page."""
+        check_id(user_id, "user_id", allow_empty=True)
+        check_page(limit, cursor)
+        page: SessionPage = await self._run(self._list_page, user_id, limit, cursor)
+        return page
+
+    def _list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
+        ids: list[str] = []
+        more = False
+        for sid, parts in self._core.list_sessions(user_id):
+            if cursor is not None and sid <= cursor:
+                continue
+            if not self._core.session_has_state(user_id, parts):
+                continue  # a directory left by a crashed first save holds no state
+            if len(ids) == limit:
+                more = True
+                break
+            ids.append(sid)
+        return SessionPage(tuple(ids), ids[-1] if more else None)
+
+    async def sweep(self, older_than: float = DEFAULT_SWEEP_AFTER) -> int:
+        """Remove temp files and superseded record files older than ``older_than`` seconds."""
+        removed: int = await self._run(self._core.sweep, older_than)
+        return removed
+
+    async def aclose(self) -> None:
+        """Release the root directory and the cache; a later call opens them again."""
+        self._core.close()

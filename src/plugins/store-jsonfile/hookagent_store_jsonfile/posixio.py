@@ -1,0 +1,223 @@
+"""Crash-safe POSIX primitives, all relative to directory fds and never following a symlink.
+
+Everything below the store root is opened with ``dir_fd`` + ``O_NOFOLLOW`` one component at a
+time, so a symlink planted anywhere under the root is refused (``ELOOP``) instead of followed,
+and long nested paths never hit ``PATH_MAX``. ``os.fsync`` is looked up at call time (tests
+replace it). An fsync failure poisons the ``Durability`` object: the caller's store handle then
+refuses every later operation, and the same data is never fsynced again (fsyncgate).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import secrets
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hookagent.errors import (
+    CorruptState,
+    SessionStoreError,
+    StorageDurabilityError,
+    StorageFull,
+    StoreUnavailable,
+)
+
+from .layout import TMP_PREFIX
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+class Durability:
+    """The poison flag of one store handle."""
+
+    def __init__(self) -> None:
+        self.poisoned: str | None = None
+
+    def check(self) -> None:
+        if self.poisoned is not None:
+            raise StorageDurabilityError(
+                f"this store handle is poisoned by an earlier fsync failure ({self.poisoned}); "
+                "open a new store after checking the disk"
+            )
+
+    def fsync(self, fd: int, what: str) -> None:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            self.poisoned = f"fsync of {what}: {exc}"
+            raise StorageDurabilityError(
+                f"fsync of {what} failed ({exc}); the data may not be durable, the store handle "
+                "is poisoned and the write is not retried"
+            ) from exc
+
+
+def mapped(exc: OSError, what: str) -> SessionStoreError:
+    """The typed error for an OS error met while doing ``what``."""
+    if exc.errno in _FULL:
+        return StorageFull(f"{what}: the storage is full ({exc.strerror}); nothing was committed")
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return CorruptState(f"{what}: refusing a symlink or non-directory in the store tree")
+    return StoreUnavailable(f"{what}: {exc}")
+
+
+def open_dir(parent: int, name: str, *, create: bool, dur: Durability) -> int | None:
+    """Open (optionally create, durably) one directory below ``parent``; None if absent."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            return None
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent)
+    except FileExistsError:
+        pass
+    else:
+        dur.fsync(parent, "a directory (new entry)")
+    return os.open(name, DIR_FLAGS, dir_fd=parent)
+
+
+def walk(root: int, parts: list[str], *, create: bool, dur: Durability) -> int | None:
+    """The fd of ``root/parts...`` (caller closes it), or None when a component is absent."""
+    fd = os.dup(root)
+    try:
+        for name in parts:
+            nxt = open_dir(fd, name, create=create, dur=dur)
+            os.close(fd)
+            fd = -1
+            if nxt is None:
+                return None
+            fd = nxt
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    return fd
+
+
+def read_file(dir_fd: int, name: str) -> bytes | None:
+    """The whole content of a regular file, or None if absent."""
+    try:
+        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CorruptState(f"{name!r} in the store tree is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def pread_exact(fd: int, length: int, offset: int) -> bytes:
+    out = bytearray()
+    while len(out) < length:
+        chunk = os.pread(fd, length - len(out), offset + len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def write_all(fd: int, data: bytes, offset: int | None = None) -> None:
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        if offset is None:
+            done += os.write(fd, view[done:])
+        else:
+            done += os.pwrite(fd, view[done:], offset + done)
+
+
+def tmp_name() -> str:
+    return f"{TMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
+
+
+def atomic_write(dir_fd: int, name: str, data: bytes, dur: Durability, what: str) -> None:
+    """Temp file (O_EXCL) in the same directory, fsync, rename over ``name``, fsync the dir.
+
+    On an error before the rename the temp file is removed and ``name`` is untouched. The
+    rename is the commit point; the directory fsync makes it durable.
+    """
+    tmp = tmp_name()
+    fd = os.open(tmp, NEW_FLAGS, 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            write_all(fd, data)
+            dur.fsync(fd, f"{what} (temp file)")
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        unlink_quiet(dir_fd, tmp)
+        raise
+    dur.fsync(dir_fd, f"{what} (directory)")
+
+
+def unlink_quiet(dir_fd: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+@contextmanager
+def flocked(dir_fd: int, name: str) -> Iterator[int | None]:
+    """Hold an exclusive flock on ``dir_fd/name``; yields None if the file was unlinked meanwhile.
+
+    A deleter unlinks the lock file while holding the lock; a waiter that then gets the lock
+    on the unlinked inode must start again (it sees ``st_nlink == 0``).
+    """
+    fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd if os.fstat(fd).st_nlink > 0 else None
+    finally:
+        os.close(fd)  # closing the last fd of the open file description releases the flock
+
+
+def rmtree_at(parent: int, name: str) -> None:
+    """Remove ``parent/name`` recursively, never following a symlink (a link is unlinked)."""
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        unlink_quiet(parent, name)
+        return
+    fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+    try:
+        for entry in os.listdir(fd):
+            rmtree_at(fd, entry)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
+
+
+def sweep_dir(fd: int, older_than: float, now: float | None = None) -> int:
+    """Remove stale temp files in one directory; returns how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    for name in os.listdir(fd):
+        if not name.startswith(TMP_PREFIX):
+            continue
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if now - st.st_mtime >= older_than:
+            unlink_quiet(fd, name)
+            removed += 1
+    return removed

@@ -1,0 +1,134 @@
+"""On-disk formats: checksummed history records and the head file. Fail closed on any doubt.
+
+History record: ``len (4 bytes, big-endian) | crc32(payload) (4 bytes) | payload`` where the
+payload is one message encoded by ``hookagent.codec.encode_msg``.
+
+Head file: ``MAGIC | meta_len | state_len | crc32(meta + state) | meta | state`` where ``meta``
+is a small JSON object (version, history generation, committed record count and byte length)
+and ``state`` is ``encode_head(state)`` (every section but the history). The head is always
+replaced whole (atomic rename), so a bad checksum or length is corruption, never a torn write.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+from hookagent.codec import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, dumps, loads
+from hookagent.errors import CorruptState
+
+RECORD = struct.Struct(">II")
+MAGIC = b"HAJFHD1\n"
+_HEAD = struct.Struct(">III")
+_META_LIMIT = 64 * 1024
+
+
+@attrs.frozen
+class Head:
+    """What a committed head says about one key of a slot."""
+
+    version: int
+    gen: str
+    count: int
+    size: int
+    """Committed bytes of the local record file, or committed segments on fsspec."""
+    state: bytes
+
+
+def frame(payloads: Iterable[bytes]) -> bytes:
+    out = bytearray()
+    for p in payloads:
+        out += RECORD.pack(len(p), zlib.crc32(p))
+        out += p
+    return bytes(out)
+
+
+def unframe(buf: bytes | memoryview, count: int | None, where: str) -> list[bytes]:
+    """Split committed bytes into exactly ``count`` records (any mismatch is corruption)."""
+    view = memoryview(buf)
+    out: list[bytes] = []
+    pos, end = 0, len(view)
+    while pos < end:
+        if end - pos < RECORD.size:
+            raise CorruptState(f"{where}: truncated record header at byte {pos}")
+        length, crc = RECORD.unpack_from(view, pos)
+        pos += RECORD.size
+        if length > MAX_MESSAGE_BYTES or length > end - pos:
+            raise CorruptState(
+                f"{where}: record at byte {pos - RECORD.size} has bad length {length}"
+            )
+        payload = bytes(view[pos : pos + length])
+        if zlib.crc32(payload) != crc:
+            raise CorruptState(f"{where}: checksum mismatch in record at byte {pos - RECORD.size}")
+        out.append(payload)
+        pos += length
+    if count is not None and len(out) != count:
+        raise CorruptState(f"{where}: {len(out)} records where the head commits {count}")
+    return out
+
+
+def encode_head_file(head: Head) -> bytes:
+    meta = dumps(
+        {"version": head.version, "gen": head.gen, "count": head.count, "size": head.size},
+        what="head metadata",
+    )
+    body = meta + head.state
+    return MAGIC + _HEAD.pack(len(meta), len(head.state), zlib.crc32(body)) + body
+
+
+def _int(meta: dict[str, Any], name: str, where: str) -> int:
+    value = meta.get(name)
+    if type(value) is not int or value < 0:
+        raise CorruptState(f"{where}: head field {name!r} is {value!r}, not a count")
+    return value
+
+
+def decode_head_file(data: bytes, where: str) -> Head:
+    fixed = len(MAGIC) + _HEAD.size
+    if len(data) < fixed or not data.startswith(MAGIC):
+        raise CorruptState(f"{where}: not a head file (bad magic or too short)")
+    meta_len, state_len, crc = _HEAD.unpack_from(data, len(MAGIC))
+    if (
+        meta_len > _META_LIMIT
+        or state_len > MAX_STATE_BYTES
+        or fixed + meta_len + state_len != len(data)
+    ):
+        raise CorruptState(f"{where}: head lengths do not match the file size")
+    body = data[fixed:]
+    if zlib.crc32(body) != crc:
+        raise CorruptState(f"{where}: head checksum mismatch")
+    meta = loads(body[:meta_len], limit=_META_LIMIT, what=f"{where} head metadata")
+    if not isinstance(meta, dict):
+        raise CorruptState(f"{where}: head metadata is not an object")
+    gen = meta.get("gen")
+    if not isinstance(gen, str) or not gen.isalnum() or not gen.isascii() or len(gen) > 64:
+        raise CorruptState(f"{where}: head generation {gen!r} is malformed")
+    version = _int(meta, "version", where)
+    if version < 1:
+        raise CorruptState(f"{where}: head version {version} is not positive")
+    return Head(
+        version, gen, _int(meta, "count", where), _int(meta, "size", where), body[meta_len:]
+    )
+
+
+def encode_fence(epoch: int, owner: str) -> bytes:
+    body = dumps({"epoch": epoch, "owner": owner}, what="fence")
+    return MAGIC + _HEAD.pack(len(body), 0, zlib.crc32(body)) + body
+
+
+def decode_fence(data: bytes, where: str) -> int:
+    """The newest fencing epoch recorded for a slot."""
+    fixed = len(MAGIC) + _HEAD.size
+    if len(data) < fixed or not data.startswith(MAGIC):
+        raise CorruptState(f"{where}: not a fence file")
+    meta_len, _, crc = _HEAD.unpack_from(data, len(MAGIC))
+    body = data[fixed:]
+    if meta_len != len(body) or meta_len > _META_LIMIT or zlib.crc32(body) != crc:
+        raise CorruptState(f"{where}: fence file is damaged")
+    meta = loads(body, limit=_META_LIMIT, what=f"{where} fence")
+    if not isinstance(meta, dict):
+        raise CorruptState(f"{where}: fence is not an object")
+    return _int(meta, "epoch", where)

@@ -1,7 +1,7 @@
 """Where a slot lives: ids to path components, injective, reversible and length-safe.
 
 Each id goes through ``encode_id`` (only ``[a-z0-9_-~]``, no separator and no dot), so an
-encoded id can never be ``.``, ``..`` or contain ``/``. An encoded id can reach 3 × 4 × 256 =
+encoded id can never be ``.``, ``..`` or contain ``/``. An encoded id can reach 3 * 4 * 256 =
 3,072 characters, far over the 255-byte file-name limit, so a long one is cut into chunks of
 ``CHUNK`` characters: every chunk but the last becomes a directory named ``<chunk>+`` and the
 last one is the entry itself. ``+`` never appears in an encoded id, so a short id ``x`` and the

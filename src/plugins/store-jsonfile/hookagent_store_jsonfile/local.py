@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
-
 from hookagent.state import AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,

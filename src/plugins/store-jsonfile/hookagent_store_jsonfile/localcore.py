@@ -38,10 +38,27 @@ from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versione
 
 from . import posixio as io
 from .cache import Cached, HistoryCache
-from .layout import FENCE, HEAD, LOCK, MORE, id_parts, is_log_name, is_private, log_name
-from .layout import parts_to_id, slot_parts
-from .records import Head, decode_fence, decode_head_file, encode_fence, encode_head_file
-from .records import frame, unframe
+from .layout import (
+    FENCE,
+    HEAD,
+    LOCK,
+    MORE,
+    id_parts,
+    is_log_name,
+    is_private,
+    log_name,
+    parts_to_id,
+    slot_parts,
+)
+from .records import (
+    Head,
+    decode_fence,
+    decode_head_file,
+    encode_fence,
+    encode_head_file,
+    frame,
+    unframe,
+)
 
 _RETRIES = 20
 _LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

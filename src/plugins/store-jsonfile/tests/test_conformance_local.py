@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 from hookagent.testing import StoreConformance
-
 from hookagent_store_jsonfile import LocalJsonFileStore
 
 

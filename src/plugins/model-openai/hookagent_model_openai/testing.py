@@ -42,11 +42,18 @@ class RecordedRequest:
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Inside ``Reply.events``: wait this long before the next event (a stalling stream)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Reply:
     """One scripted answer.
 
-    ``events`` makes it an SSE stream (each a dict sent as JSON, or a raw ``str`` data line),
-    ending with ``data: [DONE]`` unless ``done`` is False. ``delay`` waits before the status
+    ``events`` makes it an SSE stream (each a dict sent as JSON, a raw ``str`` data line, or a
+    ``Pause``), ending with ``data: [DONE]`` unless ``done`` is False. ``delay`` waits before the status
     line (past the client's timeout it is a hang); ``event_delay`` waits before each event.
     ``drop`` closes the connection without answering.
     """
@@ -55,7 +62,7 @@ class Reply:
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = "application/json"
-    events: tuple[dict[str, Any] | str, ...] | None = None
+    events: tuple[dict[str, Any] | str | Pause, ...] | None = None
     done: bool = True
     delay: float = 0.0
     event_delay: float = 0.0
@@ -167,7 +174,7 @@ def chunk(
     return data
 
 
-def stream_reply(events: Iterable[dict[str, Any] | str], **kw: Any) -> Reply:
+def stream_reply(events: Iterable[dict[str, Any] | str | Pause], **kw: Any) -> Reply:
     return Reply(events=tuple(events), content_type="text/event-stream", **kw)
 
 
@@ -274,6 +281,10 @@ class _Handler(BaseHTTPRequestHandler):
             for event in reply.events:
                 if reply.event_delay and owner._stopping.wait(reply.event_delay):
                     return
+                if isinstance(event, Pause):
+                    if owner._stopping.wait(event.seconds):
+                        return
+                    continue
                 data = event if isinstance(event, str) else json.dumps(event)
                 self.wfile.write(f"data: {data}\n\n".encode())
                 self.wfile.flush()

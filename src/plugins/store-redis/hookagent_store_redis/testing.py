@@ -1,0 +1,243 @@
+"""Test harness: real Redis servers (cluster, sentinel) as subprocesses, and key clean-up.
+
+Used by this distribution's tests and benchmarks; nothing here is imported by the store.
+Servers run in a caller-given directory on free loopback ports and stop when the context
+manager exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import redis
+from redis.cluster import RedisCluster
+
+STANDALONE = "redis://127.0.0.1:6379/0"
+HOST = "127.0.0.1"
+
+
+def new_prefix() -> str:
+    return f"hkt-{uuid.uuid4().hex[:12]}"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(*, bus: bool = False) -> int:
+    """A free loopback port (and port + 10000 free too, for a cluster bus)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port + 10000 < 65536 and (not bus or _port_free(port + 10000)):
+            return port
+    raise RuntimeError("no free port pair")
+
+
+def _wait(check: Any, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception as exc:
+            last = exc
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what} (last error: {last!r})")
+
+
+@attrs.define
+class Servers:
+    procs: list[subprocess.Popen[bytes]] = attrs.Factory(list)
+
+    def start(self, args: list[str], cwd: Path, log: str) -> None:
+        out = (cwd / log).open("wb")
+        self.procs.append(subprocess.Popen(args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT))
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def _server(port: int, d: Path, *extra: str) -> list[str]:
+    return [
+        "redis-server", "--port", str(port), "--bind", HOST, "--dir", str(d), "--save", "",
+        "--appendonly", "no", "--daemonize", "no", *extra,
+    ]  # fmt: skip
+
+
+def _ping(port: int) -> bool:
+    with redis.Redis(HOST, port, socket_timeout=1) as r:
+        return bool(r.ping())
+
+
+# ---------------------------------------------------------------------------------- cluster
+
+
+@attrs.frozen
+class ClusterInfo:
+    ports: tuple[int, ...]
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"{HOST}:{p}" for p in self.ports) + "/"
+
+    def all_keys(self) -> list[bytes]:
+        keys: list[bytes] = []
+        for p in self.ports:
+            with redis.Redis(HOST, p) as r:
+                keys += list(r.scan_iter(count=1000))
+        return keys
+
+
+@contextlib.contextmanager
+def run_cluster(d: Path) -> Iterator[ClusterInfo]:
+    """Three masters on free loopback ports, cluster created and ok; stopped at exit."""
+    servers = Servers()
+    ports = tuple(free_port(bus=True) for _ in range(3))
+    try:
+        for p in ports:
+            servers.start(
+                _server(p, d, "--cluster-enabled", "yes", "--cluster-config-file",
+                        str(d / f"nodes-{p}.conf"), "--cluster-node-timeout", "3000"),
+                d, f"redis-{p}.log",
+            )  # fmt: skip
+        for p in ports:
+            _wait(lambda p=p: _ping(p), f"cluster node {p}")
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *(f"{HOST}:{p}" for p in ports),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+
+        def ok() -> bool:
+            for p in ports:
+                with redis.Redis(HOST, p) as r:
+                    if r.cluster("info")["cluster_state"] != "ok":
+                        return False
+            with RedisCluster(HOST, ports[0]) as rc:
+                return bool(rc.set("hkt-probe", "1") and rc.delete("hkt-probe"))
+
+        _wait(ok, "cluster_state:ok", 60)
+        yield ClusterInfo(ports)
+    finally:
+        servers.stop()
+
+
+# ---------------------------------------------------------------------------------- sentinel
+
+
+@attrs.frozen
+class SentinelInfo:
+    data_ports: tuple[int, int]
+    sentinel_ports: tuple[int, int, int]
+    service: str = "mymaster"
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"{HOST}:{p}" for p in self.sentinel_ports)
+        return f"redis+sentinel://{hosts}/{self.service}/0"
+
+    def primary_port(self) -> int:
+        with redis.Redis(HOST, self.sentinel_ports[0], decode_responses=True) as s:
+            return int(s.sentinel_get_master_addr_by_name(self.service)[1])
+
+    def all_keys(self) -> list[bytes]:
+        with redis.Redis(HOST, self.primary_port()) as r:
+            return list(r.scan_iter(count=1000))
+
+    def wait_stable(self, timeout: float = 30.0) -> None:
+        """Until all sentinels agree on the primary and the replica is linked and in sync."""
+
+        def stable() -> bool:
+            addrs = set()
+            for sp in self.sentinel_ports:
+                with redis.Redis(HOST, sp, decode_responses=True) as s:
+                    addrs.add(tuple(s.sentinel_get_master_addr_by_name(self.service)))
+                    replicas = s.sentinel_slaves(self.service)
+                    if not replicas or any("s_down" in r["flags"] or "disconnected"
+                                           in r["flags"] for r in replicas):  # fmt: skip
+                        return False
+            if len(addrs) != 1:
+                return False
+            primary = int(next(iter(addrs))[1])
+            other = next(p for p in self.data_ports if p != primary)
+            with redis.Redis(HOST, other, decode_responses=True) as r:
+                info = r.info("replication")
+                return bool(
+                    info["role"] == "slave"
+                    and info["master_link_status"] == "up"
+                    and int(info["master_port"]) == primary
+                )
+
+        _wait(stable, "a stable sentinel topology", timeout)
+
+    def failover(self) -> int:
+        """Force a failover; return the new primary's port once sentinels report it."""
+        before = self.primary_port()
+        with redis.Redis(HOST, self.sentinel_ports[0]) as s:
+            s.execute_command("SENTINEL", "FAILOVER", self.service)
+        _wait(lambda: self.primary_port() != before, "the failover", 30)
+        return self.primary_port()
+
+
+@contextlib.contextmanager
+def run_sentinel(d: Path) -> Iterator[SentinelInfo]:
+    """One primary, one replica, three sentinels on loopback; stopped at exit."""
+    servers = Servers()
+    primary, replica = free_port(), free_port()
+    sentinels = (free_port(), free_port(), free_port())
+    try:
+        servers.start(_server(primary, d), d, f"redis-{primary}.log")
+        servers.start(
+            _server(replica, d, "--replicaof", HOST, str(primary)), d, f"redis-{replica}.log"
+        )
+        for p in (primary, replica):
+            _wait(lambda p=p: _ping(p), f"redis {p}")
+        for sp in sentinels:
+            conf = d / f"sentinel-{sp}.conf"
+            conf.write_text(
+                f"port {sp}\nbind {HOST}\ndir {d}\n"
+                f"sentinel monitor mymaster {HOST} {primary} 2\n"
+                "sentinel down-after-milliseconds mymaster 1000\n"
+                "sentinel failover-timeout mymaster 3000\n"
+                "sentinel parallel-syncs mymaster 1\n"
+            )
+            servers.start(["redis-server", str(conf), "--sentinel"], d, f"sentinel-{sp}.log")
+        info = SentinelInfo((primary, replica), sentinels)
+        info.wait_stable(60)
+        yield info
+    finally:
+        servers.stop()
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+async def delete_prefix(client: Any, prefix: str) -> None:
+    """Delete every key under ``prefix`` on every primary (standalone, cluster or sentinel)."""
+    pattern = f"{prefix}:*"
+    keys = [k async for k in client.scan_iter(match=pattern, count=1000)]
+    for k in keys:  # one by one: cluster keys live in different slots
+        await client.delete(k)

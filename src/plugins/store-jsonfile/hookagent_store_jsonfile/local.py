@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
+from hookagent.errors import StoreConfigurationError
 from hookagent.state import AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
@@ -53,6 +54,9 @@ class LocalJsonFileStore:
     :param sweep_after: seconds after which a leftover temp file is removed when the store
         opens its root; None disables the sweep on open (``sweep()`` still works).
     :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
+    :param writers: ``"multi"`` (default: any number of processes on this machine, locked by
+        flock) or ``"single"`` (you promise one writer process). On a network filesystem,
+        where flock is unreliable, ``"multi"`` is refused with ``StoreConfigurationError``.
     """
 
     def __init__(
@@ -61,9 +65,17 @@ class LocalJsonFileStore:
         *,
         sweep_after: float | None = DEFAULT_SWEEP_AFTER,
         cache_slots: int = 256,
+        writers: str = "multi",
     ) -> None:
+        if writers not in ("single", "multi"):
+            raise StoreConfigurationError(f"writers must be 'single' or 'multi', got {writers!r}")
+        if type(cache_slots) is not int or cache_slots < 0:
+            raise StoreConfigurationError(f"cache_slots must be an int >= 0, got {cache_slots!r}")
         self.root = Path(root)
-        self._core = LocalCore(self.root, sweep_after=sweep_after, cache_slots=cache_slots)
+        self.writers = writers
+        self._core = LocalCore(
+            self.root, sweep_after=sweep_after, cache_slots=cache_slots, writers=writers
+        )
 
     def __repr__(self) -> str:
         return f"LocalJsonFileStore({str(self.root)!r})"

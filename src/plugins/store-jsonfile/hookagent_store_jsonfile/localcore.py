@@ -28,6 +28,7 @@ from hookagent.errors import (
     CorruptState,
     Fenced,
     InvalidState,
+    StoreConfigurationError,
     StoreUnavailable,
     UnsupportedSchemaVersion,
     VersionConflict,
@@ -50,6 +51,7 @@ from .layout import (
     parts_to_id,
     slot_parts,
 )
+from .mounts import fs_type, is_network
 from .records import (
     Head,
     decode_fence,
@@ -84,8 +86,11 @@ def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
 class LocalCore:
     """Blocking implementation; the async store runs each method in a worker thread."""
 
-    def __init__(self, root: Path, *, sweep_after: float | None, cache_slots: int) -> None:
+    def __init__(
+        self, root: Path, *, sweep_after: float | None, cache_slots: int, writers: str
+    ) -> None:
         self.root_path = root
+        self.writers = writers
         self.sweep_after = sweep_after
         self.dur = io.Durability()
         self.cache = HistoryCache(cache_slots)
@@ -104,6 +109,14 @@ class LocalCore:
                         fd = os.open(self.root_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                     except OSError as exc:
                         raise io.mapped(exc, f"opening the store root {self.root_path}") from exc
+                    if self.writers == "multi" and is_network(self.root_path):
+                        os.close(fd)
+                        raise StoreConfigurationError(
+                            f"{self.root_path} is on a network filesystem "
+                            f"({fs_type(self.root_path)}), where flock is unreliable: "
+                            "multi-writer mode is refused; pass writers='single' if exactly "
+                            "one process writes this store"
+                        )
                     if self.sweep_after is not None:
                         self._sweep(fd, self.sweep_after)
                     self._root_fd = fd

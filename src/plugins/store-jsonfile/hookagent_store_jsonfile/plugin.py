@@ -1,0 +1,29 @@
+"""Entry point ``store-jsonfile``: the default store and the URL schemes it serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookagent.hookspecs import hookimpl
+
+from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, default_root, open_store
+from .local import LocalJsonFileStore
+
+
+def _factory(url: str, **options: Any) -> Any:
+    return open_store(url, **options)
+
+
+@hookimpl
+def hookagent_register_state_stores(register: Any) -> None:
+    for scheme in (*LOCAL_SCHEMES, *FSSPEC_SCHEMES):
+        register(scheme, _factory)
+
+
+@hookimpl
+def hookagent_default_state_store(agent_id: str) -> LocalJsonFileStore:
+    """``~/.hookagent/state/<encoded agent_id>/`` (or under ``$HOOKAGENT_STATE_HOME``).
+
+    Nothing is created on disk until the store is first used.
+    """
+    return LocalJsonFileStore(default_root(agent_id))

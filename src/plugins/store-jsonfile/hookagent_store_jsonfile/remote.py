@@ -1,0 +1,333 @@
+"""``FsspecJsonFileStore``: the same layout on any fsspec filesystem, single-writer only.
+
+Object stores have no append, no rename and no flock, so the history is kept as segment
+objects, each written whole by one PUT: ``<key>/g<gen>/<index>`` holds the records appended by
+one save, and the ``head`` object (written last, by one PUT) names the generation and how many
+segments and messages are committed. A writer killed between the segment PUT and the head PUT
+leaves an uncommitted segment that the next save overwrites. After ``MAX_SEGMENTS`` appends the
+history is rewritten into one segment of a new generation.
+
+Compare-and-set is done under a lock held in this process, so exactly ONE process may write a
+given root: this store refuses ``writers="multi"`` with ``StoreConfigurationError``. Nothing
+here is crash-safe against a power loss beyond what the backend's own PUT guarantees.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import secrets
+import threading
+from typing import Any
+
+import anyio.to_thread
+import fsspec
+from hookagent.codec import decode_head, encode_head, encode_msg
+from hookagent.errors import (
+    CorruptState,
+    Fenced,
+    StorageFull,
+    StoreConfigurationError,
+    StoreUnavailable,
+    VersionConflict,
+)
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent.store.base import (
+    AGENT_STATE_KEY,
+    UNCONDITIONAL,
+    ExpectedVersion,
+    Fence,
+    SessionPage,
+    Versioned,
+)
+from hookagent.store.ids import check_id, check_slot
+
+from .cache import Cached, HistoryCache
+from .layout import FENCE, HEAD, MORE, id_parts, is_private, parts_to_id, slot_parts
+from .local import check_expected, check_page
+from .localcore import decode_payloads
+from .records import (
+    Head,
+    decode_fence,
+    decode_head_file,
+    encode_fence,
+    encode_head_file,
+    frame,
+    unframe,
+)
+
+MAX_SEGMENTS = 256
+_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _root_lock(protocol: str, root: str) -> threading.Lock:
+    """One lock per (protocol, root) in this process, shared by every store instance on it."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault((protocol, root), threading.Lock())
+
+
+class FsspecJsonFileStore:
+    """Versioned slots on an fsspec filesystem (``memory://``, ``s3://`` ...), one writer.
+
+    :param url: an fsspec URL; the local filesystem is served by ``LocalJsonFileStore``.
+    :param writers: ``"single"`` (the only mode served: this process is the only writer).
+    :param storage_options: passed to the fsspec filesystem (credentials, endpoint ...).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        writers: str = "single",
+        storage_options: dict[str, Any] | None = None,
+        cache_slots: int = 256,
+    ) -> None:
+        if writers != "single":
+            raise StoreConfigurationError(
+                f"{url!r}: writers={writers!r} cannot be served: this store has no conditional "
+                "write (compare-and-set) on fsspec filesystems, so only a single writer process "
+                "is safe. Use writers='single', a local path, or the Redis/SQL stores."
+            )
+        try:
+            self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        except (ImportError, ValueError) as exc:
+            raise StoreConfigurationError(f"{url!r}: fsspec cannot open it: {exc}") from exc
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        if protocol in ("file", "local"):
+            raise StoreConfigurationError(f"{url!r}: use LocalJsonFileStore for local paths")
+        self.url = url
+        self.root = root.rstrip("/")
+        self._lock = _root_lock(protocol, self.root)
+        self._cache = HistoryCache(cache_slots)
+
+    def __repr__(self) -> str:
+        return f"FsspecJsonFileStore({self.url!r}, writers='single')"
+
+    def _path(self, parts: list[str]) -> str:
+        return "/".join([self.root, *parts])
+
+    async def _run(self, func: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(functools.partial(self._guard, func, *args))
+
+    def _guard(self, func: Any, *args: Any) -> Any:
+        try:
+            return func(*args)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                raise StorageFull(f"{self.url}: the storage is full ({exc})") from exc
+            raise StoreUnavailable(f"{self.url}: {exc}") from exc
+
+    def _cat(self, path: str) -> bytes | None:
+        try:
+            data: bytes = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        return data
+
+    # ------------------------------------------------------------------ reads
+
+    def _head(self, kpath: str, where: str) -> Head | None:
+        data = self._cat(f"{kpath}/{HEAD}")
+        return None if data is None else decode_head_file(data, where)
+
+    def _history(self, kpath: str, ck: tuple[str, str, str], head: Head, where: str) -> list[Msg]:
+        hit = self._cache.get(ck)
+        msgs: tuple[Msg, ...] = ()
+        start = 0
+        if hit is not None and hit.gen == head.gen and hit.size <= head.size:
+            msgs, start = hit.msgs, hit.size
+        for index in range(start, head.size):
+            data = self._cat(f"{kpath}/g{head.gen}/{index:08d}")
+            if data is None:
+                raise CorruptState(f"{where}: committed history segment {index} is missing")
+            msgs += tuple(decode_payloads(unframe(data, None, where), where))
+        if len(msgs) != head.count:
+            raise CorruptState(f"{where}: {len(msgs)} messages where the head commits {head.count}")
+        self._cache.put(ck, Cached(head.gen, head.count, head.size, msgs))
+        return list(msgs)
+
+    def _get(self, user_id: str, session_id: str, key: str) -> Versioned:
+        where = f"user_id={user_id!r} session_id={session_id!r} key={key!r}"
+        kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
+        for _ in range(3):
+            with self._lock:  # in this process, reads see whole saves only
+                head = self._head(kpath, where)
+                if head is None:
+                    return Versioned(None, 0)
+                try:
+                    msgs = self._history(kpath, (user_id, session_id, key), head, where)
+                except CorruptState:
+                    again = self._head(kpath, where)  # a reader in another process may race
+                    if again is not None and again.gen != head.gen:  # a rewrite: read again
+                        continue
+                    raise
+            return Versioned(decode_head(head.state, msgs), head.version)
+        raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
+
+    async def get_versioned(
+        self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
+    ) -> Versioned:
+        check_slot(user_id, session_id, key)
+        got: Versioned = await self._run(self._get, user_id, session_id, key)
+        return got
+
+    async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
+        check_slot(user_id, session_id, key)
+        path = self._path(slot_parts(user_id, session_id) + id_parts(key)) + f"/{HEAD}"
+        found: bool = await self._run(self.fs.exists, path)
+        return found
+
+    # ------------------------------------------------------------------ save
+
+    def _save(
+        self,
+        user_id: str,
+        session_id: str,
+        state: AgentState,
+        expected: ExpectedVersion,
+        key: str,
+        fence: Fence | None,
+    ) -> int:
+        where = f"user_id={user_id!r} session_id={session_id!r} key={key!r}"
+        head_state = encode_head(state)
+        history = state.context
+        base = min(history.unchanged_prefix, len(history))
+        tail = [encode_msg(m) for m in history[base:]]
+        spath = self._path(slot_parts(user_id, session_id))
+        kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
+        with self._lock:
+            if fence is not None:
+                raw = self._cat(f"{spath}/{FENCE}")
+                newest = 0 if raw is None else decode_fence(raw, where)
+                if fence.epoch < newest:
+                    raise Fenced(
+                        f"lease epoch {fence.epoch} of {fence.owner!r} is older than {newest} on {where}"
+                    )
+                if fence.epoch > newest:
+                    self.fs.pipe_file(f"{spath}/{FENCE}", encode_fence(fence.epoch, fence.owner))
+            head = self._head(kpath, where)
+            current = 0 if head is None else head.version
+            if expected is not UNCONDITIONAL and expected != current:
+                raise VersionConflict(user_id, session_id, key, expected, current)
+            ck = (user_id, session_id, key)
+            if (
+                head is not None
+                and expected == current
+                and 0 < base == head.count
+                and head.size < MAX_SEGMENTS
+            ):
+                if tail:
+                    self.fs.pipe_file(f"{kpath}/g{head.gen}/{head.size:08d}", frame(tail))
+                size = head.size + (1 if tail else 0)
+                new = Head(current + 1, head.gen, head.count + len(tail), size, head_state)
+                self.fs.pipe_file(f"{kpath}/{HEAD}", encode_head_file(new))
+                hit = self._cache.get(ck)
+                if hit is not None and (hit.gen, hit.size) == (head.gen, head.size):
+                    msgs = hit.msgs + tuple(decode_payloads(tail, where))
+                    self._cache.put(ck, Cached(new.gen, new.count, new.size, msgs))
+            else:
+                payloads = [encode_msg(m) for m in history[:base]] + tail
+                gen = secrets.token_hex(8)
+                self.fs.pipe_file(f"{kpath}/g{gen}/{0:08d}", frame(payloads))
+                new = Head(current + 1, gen, len(payloads), 1, head_state)
+                self.fs.pipe_file(f"{kpath}/{HEAD}", encode_head_file(new))
+                if head is not None:
+                    self._rm(f"{kpath}/g{head.gen}")
+                self._cache.drop(*ck)
+        history.mark_committed()
+        return current + 1
+
+    def _rm(self, path: str) -> None:
+        try:
+            self.fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass
+
+    async def save_if_version(
+        self,
+        user_id: str,
+        session_id: str,
+        state: AgentState,
+        expected_version: ExpectedVersion,
+        *,
+        key: str = AGENT_STATE_KEY,
+        fence: Fence | None = None,
+    ) -> int:
+        check_slot(user_id, session_id, key)
+        check_expected(expected_version)
+        version: int = await self._run(
+            self._save, user_id, session_id, state, expected_version, key, fence
+        )
+        return version
+
+    # ------------------------------------------------------------------ delete and list
+
+    def _leaves(self, path: str, prefix: list[str]) -> list[list[str]]:
+        out: list[list[str]] = []
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return out
+        for entry in entries:
+            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+            if is_private(name) or entry.get("type") != "directory":
+                continue
+            parts = [*prefix, name]
+            if name.endswith(MORE):
+                out += self._leaves(f"{path}/{name}", parts)
+            elif parts_to_id(parts) is not None:
+                out.append(parts)
+        return out
+
+    def _delete(self, user_id: str, session_id: str, key: str | None) -> bool:
+        spath = self._path(slot_parts(user_id, session_id))
+        with self._lock:
+            leaves = self._leaves(spath, []) if key is None else [id_parts(key)]
+            existed = False
+            for parts in leaves:
+                kpath = "/".join([spath, *parts])
+                if self.fs.exists(f"{kpath}/{HEAD}"):
+                    existed = True
+                    self.fs.rm_file(f"{kpath}/{HEAD}")
+                self._rm(kpath)
+            if key is None:
+                self._rm(spath)
+            self._cache.drop(user_id, session_id, key)
+        return existed
+
+    async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
+        check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
+        existed: bool = await self._run(self._delete, user_id, session_id, key)
+        return existed
+
+    def _list(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
+        upath = self._path(id_parts(user_id))
+        found = sorted((parts_to_id(p), p) for p in self._leaves(upath, []))
+        ids: list[str] = []
+        more = False
+        for sid, parts in found:
+            if sid is None or (cursor is not None and sid <= cursor):
+                continue
+            spath = "/".join([upath, *parts])
+            if not any(
+                self.fs.exists(f"{spath}/{'/'.join(k)}/{HEAD}") for k in self._leaves(spath, [])
+            ):
+                continue
+            if len(ids) == limit:
+                more = True
+                break
+            ids.append(sid)
+        return SessionPage(tuple(ids), ids[-1] if more else None)
+
+    async def list_session_ids(
+        self, user_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> SessionPage:
+        check_id(user_id, "user_id", allow_empty=True)
+        check_page(limit, cursor)
+        page: SessionPage = await self._run(self._list, user_id, limit, cursor)
+        return page
+
+    async def aclose(self) -> None:
+        self._cache.clear()

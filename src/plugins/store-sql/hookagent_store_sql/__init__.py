@@ -1,0 +1,18 @@
+"""hookagent-store-sql: the SQL state store (PostgreSQL, MySQL/MariaDB, SQLite)."""
+
+from .config import SCHEMES, TableNames
+from .migrations import LATEST, MIGRATIONS, MigrationStatus, check_migrations, migrate
+from .schema import slot_hash
+from .store import SQLAgentStateStore
+
+__all__ = [
+    "LATEST",
+    "MIGRATIONS",
+    "SCHEMES",
+    "MigrationStatus",
+    "SQLAgentStateStore",
+    "TableNames",
+    "check_migrations",
+    "migrate",
+    "slot_hash",
+]

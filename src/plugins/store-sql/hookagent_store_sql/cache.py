@@ -1,0 +1,57 @@
+"""A bounded per-slot cache of decoded messages, so a load reads only the new tail.
+
+An entry is valid for the slot's (generation, message count): the generation is bumped on
+every write that drops or changes a stored message, and a recreated slot starts at a random
+generation, so a reader holding generation g and n messages needs only rows ``seq >= n``.
+``Msg`` values are frozen; each load builds a fresh ``History`` around them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import attrs
+from hookagent.messages import Msg
+
+SlotKey = tuple[str, str, str]
+
+
+@attrs.frozen
+class CachedSlot:
+    version: int
+    generation: int
+    messages: tuple[Msg, ...]
+
+
+class SlotCache:
+    """Least-recently-used, at most ``max_slots`` entries (0 disables caching)."""
+
+    def __init__(self, max_slots: int) -> None:
+        if type(max_slots) is not int or max_slots < 0:
+            raise ValueError(f"cache_slots must be an int >= 0, got {max_slots!r}")
+        self._max = max_slots
+        self._data: OrderedDict[SlotKey, CachedSlot] = OrderedDict()
+
+    def get(self, key: SlotKey) -> CachedSlot | None:
+        entry = self._data.get(key)
+        if entry is not None:
+            self._data.move_to_end(key)
+        return entry
+
+    def put(self, key: SlotKey, entry: CachedSlot) -> None:
+        if self._max == 0:
+            return
+        self._data[key] = entry
+        self._data.move_to_end(key)
+        while len(self._data) > self._max:
+            self._data.popitem(last=False)
+
+    def drop(self, key: SlotKey) -> None:
+        self._data.pop(key, None)
+
+    def drop_session(self, user_id: str, session_id: str) -> None:
+        for k in [k for k in self._data if k[0] == user_id and k[1] == session_id]:
+            del self._data[k]
+
+    def clear(self) -> None:
+        self._data.clear()

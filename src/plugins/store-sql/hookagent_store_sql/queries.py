@@ -1,0 +1,187 @@
+"""The SQL statements, built once per store with SQLAlchemy Core: every value is a bound
+parameter, table names come from the validated configuration only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookagent.errors import Fenced
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    insert,
+    literal,
+    literal_column,
+    null,
+    or_,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import Select
+
+from .errors import is_duplicate
+from .schema import Tables
+
+NO_GENERATION = -(2**62)
+"""A generation no slot ever has (``cgen`` when the reader caches nothing)."""
+
+
+class RetryTransaction(Exception):
+    """Raised inside a write when a race means the transaction must simply run again."""
+
+
+class Queries:
+    def __init__(self, tables: Tables, backend: str) -> None:
+        self.t, self.backend = tables, backend
+        s, m = tables.slots, tables.messages
+        u, h = bindparam("u"), bindparam("h")
+        head = select(
+            literal(-1, Integer).label("seq"),
+            s.c.version,
+            s.c.generation,
+            s.c.message_count,
+            s.c.head.label("body"),
+        ).where(s.c.user_id == u, s.c.slot_hash == h)
+        start = case((s.c.generation == bindparam("cgen"), bindparam("start")), else_=0)
+        tail = (
+            select(
+                m.c.seq,
+                cast(null(), BigInteger),
+                cast(null(), BigInteger),
+                cast(null(), Integer),
+                m.c.body,
+            )
+            .select_from(
+                m.join(s, and_(s.c.user_id == m.c.user_id, s.c.slot_hash == m.c.slot_hash))
+            )
+            .where(m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= start)
+            .where(m.c.seq < s.c.message_count)
+        )
+        # one statement = one snapshot on every dialect: the head and its tail agree
+        self.load = union_all(head, tail).order_by(literal_column("seq"))
+        self.exists = select(literal(1)).where(s.c.user_id == u, s.c.slot_hash == h)
+        self.lock_slot: Select[Any] = select(s.c.version, s.c.generation, s.c.message_count).where(
+            s.c.user_id == u, s.c.slot_hash == h
+        )
+        if backend != "sqlite":  # SQLite writers already hold the database lock
+            self.lock_slot = self.lock_slot.with_for_update()
+        self.version_of = select(s.c.version).where(s.c.user_id == u, s.c.slot_hash == h)
+        self.insert_messages = insert(m)
+        self.delete_from = delete(m).where(
+            m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start")
+        )
+        self.delete_slot = delete(s).where(s.c.user_id == u, s.c.slot_hash == h)
+        sess = bindparam("s")
+        keys = select(s.c.slot_hash).where(s.c.user_id == u, s.c.session_id == sess)
+        self.session_slots = keys.with_for_update() if backend != "sqlite" else keys
+        self.delete_session_messages = delete(m).where(
+            m.c.user_id == u, m.c.slot_hash.in_(bindparam("hashes", expanding=True))
+        )
+        self.delete_session_slots = delete(s).where(s.c.user_id == u, s.c.session_id == sess)
+
+    def list_sessions(self, user_id: str, cursor: str | None, limit: int) -> Select[Any]:
+        s = self.t.slots
+        q = select(s.c.session_id).distinct().where(s.c.user_id == user_id)
+        if cursor is not None:
+            q = q.where(s.c.session_id > cursor)
+        return q.order_by(s.c.session_id).limit(limit)
+
+    def update_slot(
+        self,
+        u: str,
+        h: str,
+        expected: int,
+        values: dict[str, Any],
+        *,
+        gen: int | None,
+        count: int | None,
+    ) -> Any:
+        s = self.t.slots
+        q = update(s).where(s.c.user_id == u, s.c.slot_hash == h, s.c.version == expected)
+        if gen is not None:
+            q = q.where(s.c.generation == gen)
+        if count is not None:
+            q = q.where(s.c.message_count == count)
+        return q.values(**values)
+
+    async def create_slot(self, conn: AsyncConnection, values: dict[str, Any]) -> bool:
+        """INSERT the slot row; False if it already exists (never a phantom success)."""
+        s = self.t.slots
+        if self.backend in ("postgresql", "sqlite"):
+            ins = (postgresql.insert if self.backend == "postgresql" else sqlite.insert)(s)
+            stmt = ins.values(**values).on_conflict_do_nothing(
+                index_elements=[s.c.user_id, s.c.slot_hash]
+            )
+            return (await conn.execute(stmt)).rowcount == 1
+        try:
+            await conn.execute(insert(s).values(**values))
+        except Exception as exc:
+            if is_duplicate(exc):
+                return False
+            raise
+        return True
+
+    async def check_fence(
+        self, conn: AsyncConnection, u: str, sid: str, epoch: int, owner: str, now: Any
+    ) -> None:
+        """Record the fence as newest, or raise ``Fenced`` if a newer one was seen."""
+        f = self.t.fences
+        row = {"user_id": u, "session_id": sid, "epoch": epoch, "owner": owner, "updated_at": now}
+        if self.backend in ("postgresql", "sqlite"):
+            ins = (postgresql.insert if self.backend == "postgresql" else sqlite.insert)(f)
+            ins = ins.values(**row)
+            stmt = ins.on_conflict_do_update(
+                index_elements=[f.c.user_id, f.c.session_id],
+                set_={
+                    "epoch": ins.excluded.epoch,
+                    "owner": ins.excluded.owner,
+                    "updated_at": ins.excluded.updated_at,
+                },
+                where=or_(
+                    f.c.epoch < ins.excluded.epoch,
+                    and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
+                ),
+            )
+            if (await conn.execute(stmt)).rowcount == 1:
+                return
+        else:
+            got = (
+                await conn.execute(
+                    select(f.c.epoch, f.c.owner)
+                    .where(f.c.user_id == u, f.c.session_id == sid)
+                    .with_for_update()
+                )
+            ).first()
+            if got is None:
+                try:
+                    await conn.execute(insert(f).values(**row))
+                except Exception as exc:
+                    if is_duplicate(exc):
+                        raise RetryTransaction from exc
+                    raise
+                return
+            if got.epoch < epoch or (got.epoch == epoch and got.owner == owner):
+                await conn.execute(
+                    update(f)
+                    .where(f.c.user_id == u, f.c.session_id == sid)
+                    .values(epoch=epoch, owner=owner, updated_at=now)
+                )
+                return
+        newest = (
+            await conn.execute(
+                select(f.c.epoch, f.c.owner).where(f.c.user_id == u, f.c.session_id == sid)
+            )
+        ).first()
+        raise Fenced(
+            f"lease epoch {epoch} of {owner!r} is stale: the store has seen epoch "
+            f"{newest.epoch if newest else '?'} of {newest.owner if newest else '?'!r} "
+            f"on user_id={u!r} session_id={sid!r}"
+        )

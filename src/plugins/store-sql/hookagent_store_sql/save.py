@@ -1,0 +1,154 @@
+"""One save, planned outside the transaction and run inside it.
+
+Everything that can be validated is encoded before the transaction starts (the head and the
+messages past the unchanged prefix); the rest of the history is encoded only if the save
+turns out to be a rewrite, still before the first row is written, so a bad state writes
+nothing. The write itself is proportional to the change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hookagent.errors import VersionConflict
+from hookagent.state import AgentState
+from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from .queries import Queries, RetryTransaction
+from .schema import slot_hash
+
+if TYPE_CHECKING:
+    from .store import SQLAgentStateStore
+
+
+class SavePlan:
+    def __init__(
+        self,
+        store: SQLAgentStateStore,
+        user_id: str,
+        session_id: str,
+        key: str,
+        state: AgentState,
+        expected: ExpectedVersion,
+        fence: Fence | None,
+    ) -> None:
+        self.store, self.u, self.s, self.k = store, user_id, session_id, key
+        self.h = slot_hash(session_id, key)
+        self.expected, self.fence = expected, fence
+        self.head = store.encode_head(state)
+        self.messages = tuple(state.context)
+        self.base = state.context.unchanged_prefix
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._encode(self.base)  # the new messages: validated before anything is written
+
+    def _encode(self, start: int) -> list[dict[str, Any]]:
+        out = []
+        for seq in range(start, len(self.messages)):
+            row = self._rows.get(seq)
+            if row is None:
+                row = self._rows[seq] = self.store.message_row(
+                    self.u, self.h, self.s, self.k, seq, self.messages[seq]
+                )
+            out.append(row)
+        return out
+
+    def _params(self) -> dict[str, str]:
+        return {"u": self.u, "h": self.h}
+
+    async def run(self, conn: AsyncConnection, q: Queries) -> tuple[int, int]:
+        """Return (new version, new generation) or raise VersionConflict/Fenced."""
+        now = self.store.now()
+        if self.fence is not None:
+            await q.check_fence(conn, self.u, self.s, self.fence.epoch, self.fence.owner, now)
+        if self.expected == 0:
+            return await self._create(conn, q, now)
+        cached = self.store._cached((self.u, self.s, self.k))
+        if (
+            cached is not None
+            and self.expected is not UNCONDITIONAL
+            and cached.version == self.expected
+        ):
+            # fast path: what we hold describes the stored row; one UPDATE proves it
+            done = await self._update(
+                conn, q, now, self.expected, cached.generation, len(cached.messages), strict=True
+            )
+            if done is not None:
+                return done
+        row = (await conn.execute(q.lock_slot, self._params())).first()
+        if row is None:
+            if self.expected is UNCONDITIONAL:
+                return await self._create(conn, q, now)
+            raise VersionConflict(self.u, self.s, self.k, self.expected, 0)  # type: ignore[arg-type]
+        if self.expected is not UNCONDITIONAL and row.version != self.expected:
+            raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)  # type: ignore[arg-type]
+        done = await self._update(
+            conn, q, now, row.version, row.generation, row.message_count, strict=False
+        )
+        if done is None:
+            raise RetryTransaction  # the row changed under a lock we hold: start over
+        return done
+
+    async def _create(self, conn: AsyncConnection, q: Queries, now: Any) -> tuple[int, int]:
+        rows = self._encode(0)
+        generation = self.store.new_generation()
+        values = {
+            "user_id": self.u,
+            "slot_hash": self.h,
+            "session_id": self.s,
+            "state_key": self.k,
+            "version": 1,
+            "generation": generation,
+            "message_count": len(self.messages),
+            "head": self.head,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if not await q.create_slot(conn, values):
+            if self.expected is UNCONDITIONAL:
+                raise RetryTransaction
+            actual = (await conn.execute(q.version_of, self._params())).scalar()
+            raise VersionConflict(self.u, self.s, self.k, 0, actual)
+        # rows left behind under this slot's address must not leak into the new slot
+        await conn.execute(q.delete_from, {**self._params(), "start": 0})
+        if rows:
+            await conn.execute(q.insert_messages, rows)
+        return 1, generation
+
+    async def _update(
+        self,
+        conn: AsyncConnection,
+        q: Queries,
+        now: Any,
+        version: int,
+        generation: int,
+        stored: int,
+        *,
+        strict: bool,
+    ) -> tuple[int, int] | None:
+        appendable = self.expected is not UNCONDITIONAL and 0 < self.base <= stored
+        start = self.base if appendable else 0
+        new_generation = generation if start == stored else generation + 1
+        rows = self._encode(start)  # may raise InvalidState: nothing written yet
+        values = {
+            "version": version + 1,
+            "generation": new_generation,
+            "message_count": len(self.messages),
+            "head": self.head,
+            "updated_at": now,
+        }
+        stmt = q.update_slot(
+            self.u,
+            self.h,
+            version,
+            values,
+            gen=generation if strict else None,
+            count=stored if strict else None,
+        )
+        if (await conn.execute(stmt)).rowcount != 1:
+            return None
+        if start < stored:
+            await conn.execute(q.delete_from, {**self._params(), "start": start})
+        if rows:
+            await conn.execute(q.insert_messages, rows)
+        return version + 1, new_generation

@@ -1,0 +1,391 @@
+"""``SQLAgentStateStore``: versioned slots in PostgreSQL, MySQL/MariaDB or SQLite.
+
+A save is one transaction: [fence upsert], the compare-and-set ``UPDATE ... WHERE version =
+:expected`` (rowcount checked) or the create-if-absent ``INSERT``, then only the changed
+messages (``DELETE seq >= prefix`` when the stored history must shrink, ``INSERT`` of the new
+rows). A load is one statement returning the head and only the rows past what this instance
+already holds for the slot's generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
+from hookagent.errors import (
+    CorruptState,
+    StoreConfigurationError,
+    StoreUnavailable,
+    VersionConflict,
+)
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent.store.base import (
+    AGENT_STATE_KEY,
+    UNCONDITIONAL,
+    ExpectedVersion,
+    Fence,
+    SessionPage,
+    Versioned,
+)
+from hookagent.store.ids import check_id, check_slot
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from .cache import CachedSlot, SlotCache
+from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
+from .errors import TRANSLATED, is_retryable, is_sqlite_busy, translate
+from .migrations import check_migrations, flavor_of, migrate, utcnow
+from .queries import NO_GENERATION, Queries, RetryTransaction
+from .schema import MSG_ID_LENGTH, ROLE_LENGTH, Tables, slot_hash
+from .sqlite import Backoff, database_key, maybe_lock
+
+T = TypeVar("T")
+
+
+def _readable(value: object, length: int) -> str:
+    return str(value).replace("\x00", "")[:length]
+
+
+class SQLAgentStateStore:
+    """The SQL state store (see the plugin README for URLs, schema and options)."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine | str,
+        *,
+        table_prefix: str | None = None,
+        schema: str | None = None,
+        auto_migrate: bool | None = None,
+        cache_slots: int = 256,
+        sqlite_busy_timeout: float = 5.0,
+        sqlite_synchronous: str = "FULL",
+        retry_deadline: float = 10.0,
+        **engine_options: Any,
+    ) -> None:
+        url_opts: dict[str, Any] = {}
+        if isinstance(engine, str):
+            url, url_opts = split_url(engine)
+            self._engine = make_engine(
+                url,
+                sqlite_busy_timeout=sqlite_busy_timeout,
+                sqlite_synchronous=sqlite_synchronous,
+                **engine_options,
+            )
+            self._owns_engine = True
+        elif isinstance(engine, AsyncEngine):
+            if engine_options:
+                raise StoreConfigurationError("engine options apply only when a URL is given")
+            self._engine, self._owns_engine = engine, False
+            if engine.dialect.name == "sqlite":
+                install_sqlite_pragmas(
+                    engine, busy_timeout=sqlite_busy_timeout, synchronous=sqlite_synchronous
+                )
+        else:
+            raise StoreConfigurationError(
+                f"expected an SQLAlchemy URL or AsyncEngine, got {type(engine).__name__}"
+            )
+        self._backend = backend_of(self._engine)
+        prefix = table_prefix if table_prefix is not None else url_opts.get("table_prefix")
+        self._names = TableNames(
+            prefix if prefix is not None else TableNames().prefix,
+            schema if schema is not None else url_opts.get("schema"),
+        )
+        if self._backend == "sqlite" and self._names.schema is not None:
+            raise StoreConfigurationError("SQLite has no schemas: use table_prefix instead")
+        auto = auto_migrate if auto_migrate is not None else url_opts.get("auto_migrate", True)
+        self._auto_migrate = bool(auto)
+        self._retry_deadline = retry_deadline
+        self._sqlite_key: str | None = None
+        if self._backend == "sqlite":
+            database = self._engine.url.database
+            if not database or database == ":memory:":
+                raise StoreConfigurationError("the SQL store needs an SQLite file, not :memory:")
+            self._sqlite_key = database_key(database)
+        # PostgreSQL reads in autocommit: no BEGIN/ROLLBACK round trips for one SELECT
+        self._read_engine = (
+            self._engine.execution_options(isolation_level="AUTOCOMMIT")
+            if self._backend == "postgresql"
+            else self._engine
+        )
+        self._cache = SlotCache(cache_slots)
+        self._q: Queries | None = None
+        self._ready_lock: asyncio.Lock | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        url = self._engine.url.render_as_string(hide_password=True)
+        return f"SQLAgentStateStore({url!r}, table_prefix={self._names.prefix!r})"
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._engine
+
+    @property
+    def tables(self) -> Tables:
+        """The table objects (for reporting code and tests); valid after first use."""
+        return Tables(self._names, flavor_of(self._engine.dialect))
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _ready(self) -> Queries:
+        if self._q is not None:
+            return self._q
+        if self._closed:
+            raise StoreUnavailable("the SQL store is closed")
+        if self._ready_lock is None:
+            self._ready_lock = asyncio.Lock()
+        async with self._ready_lock:
+            if self._q is None:
+                await self._with_busy_retry(self._prepare, "prepare")
+        assert self._q is not None
+        return self._q
+
+    async def _prepare(self) -> None:
+        kw = {"table_prefix": self._names.prefix, "schema": self._names.schema}
+        if self._backend == "sqlite":
+            async with self._engine.connect() as conn:
+                mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
+                if str(mode).lower() != "wal":
+                    await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+        async with maybe_lock(self._sqlite_key):
+            status = await (migrate if self._auto_migrate else check_migrations)(self._engine, **kw)
+        if not status.up_to_date:
+            raise StoreConfigurationError(
+                f"the SQL store's schema is at version {status.current}, this plugin needs "
+                f"{status.latest}: run `python -m hookagent_store_sql migrate URL` "
+                "(or create the store with auto_migrate=True)"
+            )
+        self._q = Queries(Tables(self._names, flavor_of(self._engine.dialect)), self._backend)
+
+    async def _with_busy_retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
+        backoff: Backoff | None = None
+        while True:
+            try:
+                return await fn()
+            except TRANSLATED as exc:
+                if is_sqlite_busy(exc):
+                    backoff = backoff or Backoff(self._retry_deadline)
+                    if await backoff.wait():
+                        continue
+                raise translate(exc, what) from exc
+
+    async def _read(self, what: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Run a read; busy is retried, a dropped connection is retried once on a fresh one."""
+        backoff: Backoff | None = None
+        reconnected = False
+        while True:
+            try:
+                async with self._read_engine.connect() as conn:
+                    return await fn(conn)
+            except TRANSLATED as exc:
+                err = translate(exc, what)
+                if is_sqlite_busy(exc):
+                    backoff = backoff or Backoff(self._retry_deadline)
+                    if await backoff.wait():
+                        continue
+                elif isinstance(err, StoreUnavailable) and not reconnected:
+                    reconnected = True
+                    continue
+                raise err from exc
+
+    async def _write(self, what: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Run ``fn`` in one write transaction; rerun only when the database undid it all."""
+        backoff: Backoff | None = None
+        while True:
+            committing = False
+            try:
+                async with maybe_lock(self._sqlite_key), self._engine.connect() as conn:
+                    async with conn.begin() as trans:
+                        if self._backend == "sqlite":
+                            await conn.exec_driver_sql("BEGIN IMMEDIATE")
+                        result = await fn(conn)
+                        committing = True
+                        await trans.commit()
+                    return result
+            except RetryTransaction:
+                pass
+            except TRANSLATED as exc:
+                if not is_retryable(exc):
+                    raise translate(exc, what, outcome_unknown=committing) from exc
+            backoff = backoff or Backoff(self._retry_deadline)
+            if not await backoff.wait():
+                raise StoreUnavailable(
+                    f"{what}: the database stayed busy for {self._retry_deadline}s"
+                )
+
+    # ------------------------------------------------------------------ loads
+
+    async def get_versioned(
+        self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
+    ) -> Versioned:
+        check_slot(user_id, session_id, key)
+        q = await self._ready()
+        slot = (user_id, session_id, key)
+        params = {"u": user_id, "h": slot_hash(session_id, key)}
+        for _ in range(2):
+            cached = self._cache.get(slot)
+            start, cgen = (
+                (len(cached.messages), cached.generation) if cached else (0, NO_GENERATION)
+            )
+
+            async def fetch(conn: AsyncConnection, start: int = start, cgen: int = cgen) -> Any:
+                return (await conn.execute(q.load, {**params, "start": start, "cgen": cgen})).all()
+
+            rows = await self._read("load", fetch)
+            if not rows or rows[0].seq != -1:
+                self._cache.drop(slot)
+                return Versioned(None, 0)
+            head = rows[0]
+            if cached is not None and head.generation == cgen:
+                if start > head.message_count:  # cannot happen unless rows were edited by hand
+                    self._cache.drop(slot)
+                    continue
+                base: tuple[Msg, ...] = cached.messages
+            else:
+                base, start = (), 0
+            messages = base + self._decode_tail(rows[1:], start, head.message_count, slot)
+            self._cache.put(slot, CachedSlot(head.version, head.generation, messages))
+            return Versioned(decode_head(head.body, messages), head.version)
+        raise CorruptState(f"slot {slot!r} changed shape while being read twice")
+
+    @staticmethod
+    def _decode_tail(
+        rows: Sequence[Any], start: int, count: int, slot: tuple[str, ...]
+    ) -> tuple[Msg, ...]:
+        seqs = [r.seq for r in rows]
+        if seqs != list(range(start, count)):
+            raise CorruptState(
+                f"slot user_id={slot[0]!r} session_id={slot[1]!r} key={slot[2]!r} says "
+                f"{count} messages but rows {start}..{count - 1} are not all present"
+            )
+        return tuple(decode_msg(r.body) for r in rows)
+
+    async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
+        check_slot(user_id, session_id, key)
+        q = await self._ready()
+        params = {"u": user_id, "h": slot_hash(session_id, key)}
+
+        async def fetch(conn: AsyncConnection) -> bool:
+            return (await conn.execute(q.exists, params)).first() is not None
+
+        return await self._read("exists", fetch)
+
+    async def list_session_ids(
+        self, user_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> SessionPage:
+        check_id(user_id, "user_id", allow_empty=True)
+        if type(limit) is not int or limit < 1:
+            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        if cursor is not None:
+            check_id(cursor, "cursor")
+        q = await self._ready()
+
+        async def fetch(conn: AsyncConnection) -> list[str]:
+            rows = await conn.execute(q.list_sessions(user_id, cursor, limit + 1))
+            return [r[0] for r in rows]
+
+        ids = await self._read("list_session_ids", fetch)
+        page = ids[:limit]
+        return SessionPage(tuple(page), page[-1] if len(ids) > limit else None)
+
+    # ------------------------------------------------------------------ writes
+
+    async def save_if_version(
+        self,
+        user_id: str,
+        session_id: str,
+        state: AgentState,
+        expected_version: ExpectedVersion,
+        *,
+        key: str = AGENT_STATE_KEY,
+        fence: Fence | None = None,
+    ) -> int:
+        check_slot(user_id, session_id, key)
+        if expected_version is not UNCONDITIONAL and (
+            type(expected_version) is not int or expected_version < 0
+        ):
+            raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        if fence is not None:
+            if not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0:
+                raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")
+            check_id(fence.owner, "fence owner")
+        from .save import SavePlan  # local: keeps this module about plumbing and reads
+
+        plan = SavePlan(self, user_id, session_id, key, state, expected_version, fence)
+        q = await self._ready()
+        slot = (user_id, session_id, key)
+        try:
+            version, generation = await self._write("save", lambda conn: plan.run(conn, q))
+        except (VersionConflict, ValueError):
+            raise
+        except BaseException:
+            self._cache.drop(slot)  # the outcome may be unknown: reread everything next time
+            raise
+        self._cache.put(slot, CachedSlot(version, generation, plan.messages))
+        state.context.mark_committed()
+        return version
+
+    def _cached(self, slot: tuple[str, str, str]) -> CachedSlot | None:
+        return self._cache.get(slot)
+
+    async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
+        check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
+        q = await self._ready()
+
+        async def one(conn: AsyncConnection) -> bool:
+            params = {"u": user_id, "h": slot_hash(session_id, key or AGENT_STATE_KEY)}
+            gone = (await conn.execute(q.delete_slot, params)).rowcount
+            await conn.execute(q.delete_from, {**params, "start": 0})
+            return bool(gone)
+
+        async def every(conn: AsyncConnection) -> bool:
+            params = {"u": user_id, "s": session_id}
+            hashes = [r[0] for r in await conn.execute(q.session_slots, params)]
+            if not hashes:
+                return False
+            await conn.execute(q.delete_session_messages, {"u": user_id, "hashes": hashes})
+            await conn.execute(q.delete_session_slots, params)
+            return True
+
+        try:
+            return await self._write("delete", one if key is not None else every)
+        finally:
+            self._cache.drop_session(user_id, session_id)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._q = None
+        self._cache.clear()
+        if self._owns_engine:
+            await self._engine.dispose()
+
+    # used by SavePlan
+    def message_row(
+        self, user_id: str, hsh: str, session_id: str, key: str, seq: int, msg: Msg
+    ) -> dict[str, Any]:
+        """Encode (and so validate) one message into its row."""
+        return {
+            "user_id": user_id,
+            "slot_hash": hsh,
+            "seq": seq,
+            "session_id": session_id,
+            "state_key": key,
+            "role": _readable(getattr(msg, "role", ""), ROLE_LENGTH),
+            "msg_id": _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
+            "body": encode_msg(msg).decode("utf-8"),
+        }
+
+    @staticmethod
+    def new_generation() -> int:
+        return secrets.randbits(62)
+
+    @staticmethod
+    def encode_head(state: AgentState) -> str:
+        return encode_head(state).decode("utf-8")
+
+    @staticmethod
+    def now() -> Any:
+        return utcnow()

@@ -4,8 +4,13 @@ private sentinel group (session-scoped, started as subprocesses, stopped at the 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
-from collections.abc import AsyncIterator, Iterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hookagent_store_redis import RedisAgentStateStore, connect
@@ -71,3 +76,29 @@ async def cluster_store(redis_cluster: ClusterInfo) -> AsyncIterator[RedisAgentS
 async def sentinel_store(redis_sentinel: SentinelInfo) -> AsyncIterator[RedisAgentStateStore]:
     async with fresh_store(redis_sentinel.url) as store:
         yield store
+
+
+WORKERS = Path(__file__).with_name("workers.py")
+
+
+def _run_workers(mode: str, url: str, prefix: str, n: int, count: int) -> list[dict[str, Any]]:
+    """Run ``n`` worker processes of ``workers.py`` at once; their JSON results, in order."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKERS), mode, url, prefix, str(w), str(count)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for w in range(n)
+    ]
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=240)
+        assert p.returncode == 0, stderr.decode()
+        out.append(json.loads(stdout.decode().strip().splitlines()[-1]))
+    return out
+
+
+@pytest.fixture
+def run_workers() -> Callable[..., list[dict[str, Any]]]:
+    return _run_workers

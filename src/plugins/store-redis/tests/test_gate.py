@@ -1,0 +1,142 @@
+"""The distributed session gate: exclusion, expiry and takeover (Fenced), release, FIFO."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from hookagent import AgentState, Msg
+from hookagent.errors import Fenced, SessionBusy
+from hookagent.store import UNCONDITIONAL, Fence
+from hookagent_store_redis import RedisAgentStateStore, RedisSessionGate
+from hookagent_store_redis.testing import STANDALONE
+
+pytestmark = pytest.mark.anyio
+USER, SESSION = "lost-update-user", "one-slot"
+
+
+async def test_exclusion_busy_and_release(standalone_store: RedisAgentStateStore) -> None:
+    gate = RedisSessionGate(standalone_store, lease_ttl=5)
+    async with gate.acquire("u", "s", timeout=1) as fence:
+        assert isinstance(fence, Fence) and fence.epoch >= 1
+        assert await gate.try_acquire("u", "s") is None
+        started = time.monotonic()
+        with pytest.raises(SessionBusy):
+            async with gate.acquire("u", "s", timeout=0.2):
+                pytest.fail("entered a held gate")
+        assert 0.15 < time.monotonic() - started < 2
+        async with gate.acquire("u", "other", timeout=0.2) as other:  # another session: free
+            assert other.owner != fence.owner
+    # released at exit: a new owner gets in at once with a higher epoch
+    async with gate.acquire("u", "s", timeout=0) as second:
+        assert second.epoch > fence.epoch
+    # the waiter that timed out left the queue: nothing blocks a third owner
+    third = await gate.try_acquire("u", "s", queue=True)
+    assert third is not None and await gate.release("u", "s", third)
+    assert not await gate.release("u", "s", third)  # releasing twice is refused
+
+
+async def test_expiry_takeover_fences_the_stale_writer(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    gate = RedisSessionGate(store, lease_ttl=0.2, auto_renew=False)
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    old = await gate.try_acquire("u", "s")
+    assert old is not None
+    stale = await store.get_versioned("u", "s")  # the old holder loads, then stalls (GC pause)
+    await asyncio.sleep(0.35)
+    new = await gate.try_acquire("u", "s")  # the lease expired: taken over
+    assert new is not None and new.epoch > old.epoch
+    assert not await gate.renew("u", "s", old)
+    # the stale holder cannot write even before the new owner has written anything
+    assert stale.state is not None
+    stale.state.context.append(Msg.user("stale write"))
+    with pytest.raises(Fenced):
+        await store.save_if_version("u", "s", stale.state, stale.version, fence=old)
+    fresh = await store.get_versioned("u", "s")
+    assert fresh.state is not None
+    fresh.state.context.append(Msg.user("new owner"))
+    await store.save_if_version("u", "s", fresh.state, fresh.version, fence=new)
+    with pytest.raises(Fenced):  # still refused after the new owner wrote, at any version
+        await store.save_if_version("u", "s", AgentState("s", "u"), UNCONDITIONAL, fence=old)
+    # the same epoch presented by another owner (epoch re-issued after a failover) is refused
+    with pytest.raises(Fenced):
+        await store.save_if_version("u", "s", AgentState("s", "u"), 2, fence=Fence(new.epoch, "x"))
+    assert not await gate.release("u", "s", old)
+    got = await store.get_versioned("u", "s")
+    assert got.version == 2 and [m.text for m in got.state.context] == ["new owner"]  # type: ignore[union-attr]
+
+
+async def test_renewal_keeps_the_lease(standalone_store: RedisAgentStateStore) -> None:
+    gate = RedisSessionGate(standalone_store, lease_ttl=0.3)
+    async with gate.acquire("u", "s", timeout=1) as fence:
+        await asyncio.sleep(0.8)  # well past one ttl: renewed every 0.1 s
+        assert await gate.try_acquire("u", "s") is None
+        await standalone_store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=fence)
+
+
+async def test_waiters_are_served_in_arrival_order(standalone_store: RedisAgentStateStore) -> None:
+    gate = RedisSessionGate(standalone_store, lease_ttl=5, poll_max=0.01)
+    order: list[int] = []
+    async with gate.acquire("u", "s", timeout=1):
+
+        async def waiter(i: int) -> None:
+            async with gate.acquire("u", "s", timeout=10):
+                order.append(i)
+                await asyncio.sleep(0.01)
+
+        tasks = []
+        for i in range(6):
+            tasks.append(asyncio.create_task(waiter(i)))
+            await asyncio.sleep(0.03)  # each waiter has taken its ticket before the next
+        await asyncio.sleep(0.05)
+    await asyncio.gather(*tasks)
+    assert order == list(range(6))
+
+
+async def test_gate_rejects_bad_input(standalone_store: RedisAgentStateStore) -> None:
+    from hookagent.errors import InvalidIdentifier
+
+    gate = RedisSessionGate(standalone_store)
+    with pytest.raises(InvalidIdentifier):
+        async with gate.acquire("u", "", timeout=1):
+            pass
+    with pytest.raises(ValueError):
+        async with gate.acquire("u", "s", timeout=-1):
+            pass
+    with pytest.raises(ValueError):
+        RedisSessionGate(standalone_store, lease_ttl=0)
+
+
+def _check_serial_history(texts: list[str], inputs: list[str]) -> None:
+    assert len(texts) == 2 * len(inputs)
+    assert Counter(texts[0::2]) == Counter(inputs), "an input is lost or doubled"
+    for user, reply in zip(texts[0::2], texts[1::2], strict=True):
+        assert reply == f"reply to {user}", "two calls interleaved"
+
+
+async def test_two_processes_24_gated_calls_on_one_session(
+    standalone_store: RedisAgentStateStore, run_workers: Any
+) -> None:
+    """Simulated calls: acquire, load, append input and reply, save with the fence, release."""
+    results = run_workers("gate", STANDALONE, standalone_store.prefix, 2, 12)
+    inputs = [t for r in results for t in r["inputs"]]
+    got = await standalone_store.get_versioned(USER, SESSION)
+    assert got.state is not None and got.version == 24
+    _check_serial_history([m.text for m in got.state.context], inputs)
+
+
+async def test_two_processes_24_agent_calls_with_the_gate(
+    standalone_store: RedisAgentStateStore, run_workers: Any
+) -> None:
+    """The kernel's agent with ``AgentConfig(session_gate=RedisSessionGate(store))``."""
+    results = run_workers("agent", STANDALONE, standalone_store.prefix, 2, 12)
+    inputs = [t for r in results for t in r["inputs"]]
+    got = await standalone_store.get_versioned(USER, SESSION)
+    assert got.state is not None
+    texts = [m.text for m in got.state.context if m.role in ("user", "assistant")]
+    _check_serial_history(texts, inputs)

@@ -1,0 +1,122 @@
+"""Worker processes for the multi-process tests (run as a script, prints one JSON line).
+
+python workers.py cas URL PREFIX WORKER ATTEMPTS       compare-and-set appends of tokens
+python workers.py naive URL PREFIX WORKER ATTEMPTS     GET/SET read-modify-write (control)
+python workers.py gate URL PREFIX WORKER CALLS         gated calls (load, append 2, save)
+python workers.py agent URL PREFIX WORKER CALLS        the kernel agent with the Redis gate
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from hookagent import AgentState, Msg
+from hookagent.errors import VersionConflict
+from hookagent_store_redis import RedisSessionGate, connect
+from redis.asyncio import Redis
+
+USER, SESSION = "lost-update-user", "one-slot"
+
+
+async def cas(url: str, prefix: str, worker: int, attempts: int) -> dict[str, object]:
+    store = connect(url, prefix=prefix)
+    acked: list[list[object]] = []
+    conflicts = 0
+    try:
+        for i in range(attempts):
+            token = f"{worker}-{i}"
+            got = await store.get_versioned(USER, SESSION)
+            assert got.state is not None
+            got.state.context.append(Msg.user(token))
+            try:
+                version = await store.save_if_version(USER, SESSION, got.state, got.version)
+            except VersionConflict:
+                conflicts += 1
+                continue
+            acked.append([token, version])
+    finally:
+        await store.aclose()
+    return {"acked": acked, "conflicts": conflicts}
+
+
+async def naive(url: str, prefix: str, worker: int, attempts: int) -> dict[str, object]:
+    r = Redis.from_url(url)
+    key = f"{prefix}:naive"
+    acked = []
+    try:
+        for i in range(attempts):
+            token = f"{worker}-{i}"
+            raw = await r.get(key)
+            items = json.loads(raw) if raw else []
+            items.append(token)
+            await r.set(key, json.dumps(items))
+            acked.append(token)
+    finally:
+        await r.aclose()
+    return {"acked": acked}
+
+
+async def gated(url: str, prefix: str, worker: int, calls: int) -> dict[str, object]:
+    store = connect(url, prefix=prefix)
+    gate = RedisSessionGate(store, lease_ttl=10)
+
+    async def call(i: int) -> str:
+        text = f"in-{worker}-{i}"
+        async with gate.acquire(USER, SESSION, timeout=60) as fence:
+            got = await store.get_versioned(USER, SESSION)
+            state = got.state or AgentState(SESSION, USER)
+            state.context.append(Msg.user(text))
+            await asyncio.sleep(0.002)  # work inside the critical section
+            state.context.append(Msg.assistant(f"reply to {text}"))
+            await store.save_if_version(USER, SESSION, state, got.version, fence=fence)
+        return text
+
+    try:
+        done = await asyncio.gather(*(call(i) for i in range(calls)))
+    finally:
+        await store.aclose()
+    return {"inputs": list(done)}
+
+
+async def agent_calls(url: str, prefix: str, worker: int, calls: int) -> dict[str, object]:
+    from hookagent import AgentConfig, RuntimeContext
+    from hookagent.testing.scripted import ScriptedModel
+
+    store = connect(url, prefix=prefix)
+    gate = RedisSessionGate(store, lease_ttl=10)
+
+    def echo(request: object) -> str:
+        last = [m for m in request.messages if m.role == "user"][-1]  # type: ignore[attr-defined]
+        return f"reply to {last.text}"
+
+    config = AgentConfig(
+        name="gated",
+        model=ScriptedModel(default=echo),
+        state_store=store,
+        session_gate=gate,
+        gate_timeout=60,
+        autoload_plugins=False,
+    )
+
+    async def call(i: int) -> str:
+        text = f"in-{worker}-{i}"
+        async with config.build() as agent:
+            reply = await agent.call(text, RuntimeContext(user_id=USER, session_id=SESSION))
+        assert reply.text == f"reply to {text}", reply
+        return text
+
+    try:
+        done = await asyncio.gather(*(call(i) for i in range(calls)))
+    finally:
+        await store.aclose()
+    return {"inputs": list(done)}
+
+
+MODES = {"cas": cas, "naive": naive, "gate": gated, "agent": agent_calls}
+
+if __name__ == "__main__":
+    mode, url, prefix, worker, n = sys.argv[1:6]
+    out = asyncio.run(MODES[mode](url, prefix, int(worker), int(n)))
+    print(json.dumps(out))

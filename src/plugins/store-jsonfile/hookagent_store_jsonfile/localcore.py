@@ -23,7 +23,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
+import orjson
+from hookagent.codec import (
+    MAX_DEPTH,
+    MAX_MESSAGE_BYTES,
+    check_depth,
+    decode_head,
+    encode_head,
+    encode_msg,
+    structure,
+)
 from hookagent.errors import (
     CorruptState,
     Fenced,
@@ -75,12 +84,30 @@ def _where(user_id: str, session_id: str, key: str) -> str:
 
 
 def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
+    """Decode stored messages with the codec's rules (size, depth 64, strict structure).
+
+    The exact depth walk only runs when a payload holds more than ``MAX_DEPTH`` opening
+    brackets: fewer brackets cannot nest deeper, and the walk is most of the decode time.
+    """
+    out: list[Msg] = []
     try:
-        return [decode_msg(p) for p in payloads]
+        for p in payloads:
+            if len(p) > MAX_MESSAGE_BYTES:
+                raise CorruptState(f"{where}: a stored message is {len(p)} bytes, over the limit")
+            try:
+                doc = orjson.loads(p)
+            except orjson.JSONDecodeError as exc:
+                raise CorruptState(f"{where}: a stored message is not JSON: {exc}") from None
+            if p.count(b"[") + p.count(b"{") > MAX_DEPTH:
+                check_depth(doc, where="message")
+            out.append(structure(doc, Msg, where="message"))
     except UnsupportedSchemaVersion:
         raise
     except InvalidState as exc:
+        if isinstance(exc, CorruptState):
+            raise
         raise CorruptState(f"{where}: stored message does not decode: {exc}") from exc
+    return out
 
 
 class LocalCore:

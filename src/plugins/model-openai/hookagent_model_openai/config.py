@@ -123,10 +123,10 @@ class OpenAISettings:
                     f"{url} needs an API key: pass api_key=... or set OPENAI_API_KEY"
                 )
             key = PLACEHOLDER_API_KEY
-        if timeout is None:
-            timeout = _env("HOOKAGENT_OPENAI_TIMEOUT") or 60.0
-        if max_retries is None:
-            max_retries = _env("HOOKAGENT_OPENAI_MAX_RETRIES") or 2
+        raw_timeout: Any = timeout if timeout is not None else _env("HOOKAGENT_OPENAI_TIMEOUT")
+        raw_retries: Any = (
+            max_retries if max_retries is not None else _env("HOOKAGENT_OPENAI_MAX_RETRIES")
+        )
         headers = dict(default_headers or {})
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
             raise ModelConfigurationError("default_headers must map str to str")
@@ -134,8 +134,10 @@ class OpenAISettings:
             model=model.strip(),
             base_url=str(url).rstrip("/"),
             api_key=key,
-            timeout=_number("timeout", timeout, minimum=0.001),
-            max_retries=_number("max_retries", max_retries, minimum=0, integer=True),
+            timeout=_number("timeout", 60.0 if raw_timeout is None else raw_timeout, minimum=0.001),
+            max_retries=_number(
+                "max_retries", 2 if raw_retries is None else raw_retries, minimum=0, integer=True
+            ),
             backoff_base=_number("backoff_base", backoff_base, minimum=0),
             backoff_max=_number("backoff_max", backoff_max, minimum=0),
             max_retry_after=_number("max_retry_after", max_retry_after, minimum=0),

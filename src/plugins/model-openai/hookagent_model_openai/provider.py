@@ -130,6 +130,17 @@ class OpenAIChatModel:
 
     # ------------------------------------------------------------------ generate
 
+    async def _create(self, body: dict[str, Any]) -> Any:
+        """Send ``body`` as is: every field but model/messages/stream goes in ``extra_body``,
+        so server-specific options (``top_k``, ``keep_alive``, ...) pass through untouched."""
+        rest = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
+        named: dict[str, Any] = {"model": body["model"], "messages": body["messages"]}
+        if body.get("stream"):
+            named["stream"] = True
+        return await self._client.chat.completions.with_raw_response.create(
+            **named, extra_body=rest or None
+        )
+
     def _body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         s = self.settings
         return build_body(
@@ -144,7 +155,7 @@ class OpenAIChatModel:
         body = self._body(request, stream=False)
 
         async def attempt() -> ModelResponse:
-            raw = await self._client.chat.completions.with_raw_response.create(**body)
+            raw = await self._create(body)
             try:
                 data = json.loads(raw.content)
             except ValueError as exc:
@@ -172,7 +183,7 @@ class OpenAIChatModel:
             shown = False
             acc = StreamAccumulator()
             try:
-                raw = await self._client.chat.completions.with_raw_response.create(**body)
+                raw = await self._create(body)
                 events = raw.parse(to=openai.AsyncStream[object])
                 async with events:
                     async for chunk in events:

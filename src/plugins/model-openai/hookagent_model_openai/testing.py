@@ -318,8 +318,7 @@ class FakeOpenAIServer:
     @property
     def base_url(self) -> str:
         assert self._httpd is not None, "the server is not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     @property
     def attempts(self) -> int:

@@ -96,6 +96,16 @@ async def test_plain_answer_and_what_was_sent():
         }
 
 
+async def test_server_specific_options_pass_through_untouched():
+    extra = {"top_k": 20, "keep_alive": "5m", "cache_prompt": True, "timeout": 9}
+    with fake_openai_server([text_stream(["ok"])]) as srv:
+        async with make(srv, repeat_penalty=1.1) as model:
+            await collect(model, request(options=extra))
+        sent = srv.requests[0].body
+        assert {k: sent[k] for k in extra} == extra  # "timeout" is a body field here too
+        assert sent["repeat_penalty"] == 1.1 and sent["stream"] is True
+
+
 async def test_local_server_without_key_gets_a_placeholder():
     with fake_openai_server([text_reply("ok")]) as srv:
         async with make(srv) as model:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import openai
 from hookagent.errors import MalformedModelResponse, ModelUnavailable
+from hookagent.messages import ThinkingBlock
 from hookagent.models import ModelDelta, ModelRequest, ModelResponse
 
 from .config import OpenAISettings
@@ -30,6 +31,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hookagent_model_openai")
 T = TypeVar("T")
+
+
+def decode_whole(content: bytes, http_request: Any) -> ModelResponse:
+    """A whole JSON answer; an ``{"error": ...}`` body sent with 200 is raised as the error."""
+    try:
+        data = json.loads(content)
+    except ValueError as exc:
+        raise MalformedModelResponse(
+            f"the server answered invalid JSON ({exc}): {content[:200]!r}"
+        ) from None
+    if isinstance(data, dict) and "error" in data and "choices" not in data:
+        raise openai.APIError("error in a 200 answer", http_request, body=data["error"])
+    return parse_completion(data)
+
+
+def whole_delta(response: ModelResponse) -> ModelDelta | None:
+    """The one delta a non-streamed answer makes, so stream subscribers still see the text."""
+    thinking = "".join(b.thinking for b in response.message.content if isinstance(b, ThinkingBlock))
+    text = response.message.text
+    return ModelDelta(text=text, thinking=thinking) if (text or thinking) else None
 
 
 class OpenAIChatModel:
@@ -156,15 +177,7 @@ class OpenAIChatModel:
 
         async def attempt() -> ModelResponse:
             raw = await self._create(body)
-            try:
-                data = json.loads(raw.content)
-            except ValueError as exc:
-                raise MalformedModelResponse(
-                    f"the server answered invalid JSON ({exc}): {raw.content[:200]!r}"
-                ) from None
-            if isinstance(data, dict) and "error" in data and "choices" not in data:
-                raise openai.APIError("error in a 200 answer", raw.http_request, body=data["error"])
-            return parse_completion(data)
+            return decode_whole(raw.content, raw.http_request)
 
         return await self._retrying(attempt)
 
@@ -184,14 +197,22 @@ class OpenAIChatModel:
             acc = StreamAccumulator()
             try:
                 raw = await self._create(body)
-                events = raw.parse(to=openai.AsyncStream[object])
-                async with events:
-                    async for chunk in events:
-                        delta = acc.add(chunk)
-                        if delta is not None:
-                            shown = True
-                            yield delta
-                response = acc.finish()
+                if raw.headers.get("content-type", "").split(";")[0].strip().endswith("json"):
+                    # a server that ignored "stream": true and sent the whole answer
+                    response = decode_whole(await raw.http_response.aread(), raw.http_request)
+                    delta = whole_delta(response)
+                    if delta is not None:
+                        shown = True
+                        yield delta
+                else:
+                    events = raw.parse(to=openai.AsyncStream[object])
+                    async with events:
+                        async for chunk in events:
+                            delta = acc.add(chunk)
+                            if delta is not None:
+                                shown = True
+                                yield delta
+                    response = acc.finish()
             except Exception as exc:
                 failure = classify(exc)
                 if shown or self._give_up(failure, retry):

@@ -19,6 +19,7 @@ from hookagent_model_openai import OpenAIChatModel
 from hookagent_model_openai.testing import (
     Pause,
     chunk,
+    completion,
     drop,
     error_reply,
     fake_openai_server,
@@ -176,6 +177,27 @@ async def test_stream_delivers_chunks_as_they_arrive():
                 stamps.append((time.monotonic(), item))
         first_delta = next(t for t, i in stamps if isinstance(i, ModelDelta))
         assert stamps[-1][0] - first_delta >= 0.2  # the first delta came long before the end
+
+
+async def test_stream_request_answered_with_whole_json():
+    whole = json_reply(completion("all at once", extra_message={"reasoning_content": "hm"}))
+    with fake_openai_server([whole]) as srv:
+        async with make(srv) as model:
+            deltas, resp = await collect(model, request())
+        assert deltas == [ModelDelta(text="all at once", thinking="hm")]
+        assert resp.message.text == "all at once" and srv.requests[0].body["stream"] is True
+
+
+async def test_stream_closed_early_releases_the_connection():
+    slow = stream_reply([chunk({"content": "first"}), Pause(10), chunk({}, "stop")])
+    with fake_openai_server([slow, text_reply("next")]) as srv:
+        async with make(srv) as model:
+            start = time.monotonic()
+            gen = model.stream(request(), None)
+            assert await gen.__anext__() == ModelDelta(text="first")
+            await gen.aclose()
+            assert time.monotonic() - start < 3
+            assert (await model.generate(request(), None)).message.text == "next"
 
 
 async def test_stream_fragmented_interleaved_tool_calls():

@@ -1,0 +1,88 @@
+"""G6: 8 processes doing compare-and-set on one slot, 8 x 250 attempts: 0 lost updates.
+
+Checker (reliability-plan §3): no version acknowledged twice; final version == 1 + #acks (the
+slot is created at version 1 first); every acknowledged token exactly once in the final
+history; no token of a lost CAS stored. Negative control: a naive read-modify-write loses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import anyio
+from hookagent.state import AgentState
+from hookagent_store_jsonfile import LocalJsonFileStore
+
+WORKER = Path(__file__).parent / "helpers" / "casworker.py"
+N, ATTEMPTS = 8, 250
+U, S = "cas-user", "cas-session"
+
+
+def run_workers(mode: str, root: Path, ctrl: Path) -> list[tuple[str, int | None]]:
+    ctrl.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), mode, str(root), str(ctrl), str(w), str(ATTEMPTS)],
+            stderr=subprocess.PIPE,
+        )
+        for w in range(N)
+    ]
+    (ctrl / "go").touch()
+    for p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err.decode()
+    ops: list[tuple[str, int | None]] = []
+    for w in range(N):
+        for line in (ctrl / f"out{w}").read_text().splitlines():
+            token, version = json.loads(line)
+            ops.append((token, version))
+    assert len(ops) == N * ATTEMPTS
+    return ops
+
+
+def test_cas_across_processes_loses_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+
+    async def create() -> None:
+        store = LocalJsonFileStore(root)
+        assert await store.save_if_version(U, S, AgentState(S, U), 0) == 1
+        await store.aclose()
+
+    anyio.run(create)
+    ops = run_workers("store", root, tmp_path / "ctrl")
+
+    async def final() -> tuple[int, list[str]]:
+        store = LocalJsonFileStore(root)
+        got = await store.get_versioned(U, S)
+        await store.aclose()
+        assert got.state is not None
+        return got.version, [m.text for m in got.state.context]
+
+    version, history = anyio.run(final)
+    acked = [(t, v) for t, v in ops if v is not None]
+    lost = {t for t, v in ops if v is None}
+    versions = Counter(v for _, v in acked)
+    stored = Counter(history)
+    print(f"attempts={len(ops)} acks={len(acked)} conflicts={len(lost)} final={version}")
+    assert len(acked) > N  # real contention, and real progress
+    assert [v for v, n in versions.items() if n > 1] == []  # rule 1: no version acked twice
+    assert version == 1 + len(acked)  # rule 2
+    assert all(stored[t] == 1 for t, _ in acked)  # rule 3: every ack exactly once
+    assert not lost & set(stored)  # rule 4: no phantom (lost CAS) token stored
+    assert len(history) == len(acked)
+    # the history order is the version order
+    assert history == [t for t, _ in sorted(acked, key=lambda tv: tv[1])]
+
+
+def test_negative_control_naive_rmw_loses_updates(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    ops = run_workers("naive", root, tmp_path / "ctrl")
+    stored = set(json.loads((root / "naive.json").read_text())["tokens"])
+    lost = [t for t, _ in ops if t not in stored]
+    print(f"naive: {len(lost)} of {len(ops)} acknowledged updates lost")
+    assert lost, "the checker failed to see a naive writer's lost updates"

@@ -1,0 +1,461 @@
+"""Behaviour beyond the conformance suite: round trips, NOSCRIPT, appends, cache, TTL, the
+index's crash ordering, regressions, corrupt data, URLs and errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+from hookagent import AgentState, Msg
+from hookagent.errors import CorruptState, StoreConfigurationError, StoreUnavailable
+from hookagent.store import UNCONDITIONAL
+from hookagent.testing.corpus import ENVELOPES
+from hookagent_store_redis import RedisAgentStateStore, VersionRegression, connect
+from hookagent_store_redis.testing import (
+    STANDALONE,
+    ClusterInfo,
+    delete_prefix,
+    free_port,
+    new_prefix,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+class Counting:
+    """A client proxy that records each command the store sends (and may send one twice)."""
+
+    def __init__(self, inner: Any, *, replay_saves: bool = False) -> None:
+        self.inner, self.replay_saves = inner, replay_saves
+        self.calls: list[tuple[str, tuple[Any, ...], Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in ("evalsha", "eval", "exists", "zadd", "zrem", "zrangebylex"):
+            return attr
+
+        async def call(*args: Any) -> Any:
+            result = await attr(*args)
+            if self.replay_saves and name == "evalsha" and args[5] in (b"a", "a", b"r", "r"):
+                result = await attr(*args)  # a driver retry after a lost reply
+            self.calls.append((name, args, result))
+            return result
+
+        return call
+
+    def names(self) -> list[str]:
+        return [c[0] for c in self.calls]
+
+
+@pytest.fixture
+async def counted() -> AsyncIterator[tuple[RedisAgentStateStore, Counting]]:
+    plain = connect(STANDALONE, prefix=new_prefix())
+    proxy = Counting(plain.client)
+    store = RedisAgentStateStore(proxy, prefix=plain.prefix)
+    try:
+        yield store, proxy
+    finally:
+        await delete_prefix(plain.client, plain.prefix)
+        await plain.aclose()
+
+
+def turn(state: AgentState, i: int) -> None:
+    state.context.extend(
+        [Msg.user(f"u{i}"), Msg.assistant(f"call{i}"), Msg("tool", f"r{i}"), Msg.assistant(f"a{i}")]
+    )
+
+
+async def test_one_round_trip_per_save_and_per_warm_load(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    store, proxy = counted
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    assert proxy.names() == ["zadd", "evalsha", "zadd"]  # creation: index, data, index re-check
+    for i in range(5):
+        proxy.calls.clear()
+        got = await store.get_versioned("u", "s")
+        assert got.state is not None
+        turn(got.state, i)
+        await store.save_if_version("u", "s", got.state, got.version)
+        assert proxy.names() == ["evalsha", "evalsha"]  # one load, one save
+        load_answer, save_args = proxy.calls[0][2], proxy.calls[1][1]
+        assert len(load_answer) == 9  # head only: the cached messages were not re-read
+        assert len(save_args) == 6 + 11 + 4  # sha, numkeys, 4 keys, 11 fixed args, 4 messages
+
+
+async def test_warm_load_reads_only_the_tail_written_by_another_instance(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    store, proxy = counted
+    other = connect(STANDALONE, prefix=store.prefix)
+    try:
+        state = AgentState("s", "u")
+        turn(state, 0)
+        await other.save_if_version("u", "s", state, 0)
+        assert len((await store.get_versioned("u", "s")).state.context) == 4  # type: ignore[union-attr]
+        for i in range(1, 4):
+            got = await other.get_versioned("u", "s")
+            turn(got.state, i)  # type: ignore[arg-type]
+            await other.save_if_version("u", "s", got.state, got.version)  # type: ignore[arg-type]
+            proxy.calls.clear()
+            mine = await store.get_versioned("u", "s")
+            assert [m.text for m in mine.state.context][-4:] == [
+                f"u{i}",
+                f"call{i}",
+                f"r{i}",
+                f"a{i}",
+            ]  # type: ignore[union-attr]
+            assert len(proxy.calls) == 1 and len(proxy.calls[0][2]) == 9 + 4  # head + 4 new
+    finally:
+        await other.aclose()
+
+
+async def test_script_flush_between_calls_reloads_the_script(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    store, proxy = counted
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    for i in range(3):
+        await store.client.inner.script_flush()
+        got = await store.get_versioned("u", "s")
+        await store.client.inner.script_flush()
+        turn(got.state, i)  # type: ignore[arg-type]
+        assert await store.save_if_version("u", "s", got.state, got.version) == i + 2  # type: ignore[arg-type]
+    assert proxy.names().count("eval") >= 6  # every NOSCRIPT answered by one EVAL
+    assert len((await store.get_versioned("u", "s")).state.context) == 12  # type: ignore[union-attr]
+
+
+def flush_all(cluster: ClusterInfo) -> None:
+    import redis
+
+    for port in cluster.ports:
+        with redis.Redis("127.0.0.1", port) as r:
+            r.script_flush()
+
+
+async def test_script_flush_on_cluster(redis_cluster: ClusterInfo) -> None:
+    store = connect(redis_cluster.url, prefix=new_prefix())
+    try:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        flush_all(redis_cluster)
+        got = await store.get_versioned("u", "s")
+        flush_all(redis_cluster)
+        turn(got.state, 0)  # type: ignore[arg-type]
+        assert await store.save_if_version("u", "s", got.state, 1) == 2  # type: ignore[arg-type]
+        flush_all(redis_cluster)
+        assert await store.delete("u", "s")
+    finally:
+        await delete_prefix(store.client, store.prefix)
+        await store.aclose()
+
+
+async def test_appends_keep_the_generation_rewrites_bump_it(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    head = store.layout.session("u", "s").head("agent_state")
+    lst = store.layout.session("u", "s").messages("agent_state")
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    gen = await store.client.hget(head, "g")
+    for i in range(1, 3):
+        turn(state, i)
+        await store.save_if_version("u", "s", state, i)
+        assert await store.client.hget(head, "g") == gen
+    assert await store.client.llen(lst) == 12
+    state.context[5] = Msg.assistant("edited")  # a changed prefix: truncate + append
+    await store.save_if_version("u", "s", state, 3)
+    assert await store.client.hget(head, "g") != gen
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None and got.state.context[5].text == "edited"
+    assert len(got.state.context) == 12
+
+
+async def test_long_history_rewrite_and_cold_load(standalone_store: RedisAgentStateStore) -> None:
+    state = AgentState("s", "u")
+    state.context.extend(Msg.user(f"m{i}") for i in range(2500))  # > one RPUSH chunk
+    await standalone_store.save_if_version("u", "s", state, 0)
+    cold = connect(STANDALONE, prefix=standalone_store.prefix)
+    try:
+        got = await cold.get_versioned("u", "s")
+        assert [m.text for m in got.state.context] == [f"m{i}" for i in range(2500)]  # type: ignore[union-attr]
+    finally:
+        await cold.aclose()
+
+
+async def test_replayed_save_is_applied_once(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    store, proxy = counted
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    proxy.replay_saves = True
+    state = (await store.get_versioned("u", "s")).state
+    turn(state, 0)  # type: ignore[arg-type]
+    assert await store.save_if_version("u", "s", state, 1) == 2  # type: ignore[arg-type]
+    assert await store.save_if_version("u", "s", AgentState("s", "u", "x"), UNCONDITIONAL) == 3
+    got = await store.get_versioned("u", "s")
+    assert got.version == 3 and got.state is not None and got.state.summary == "x"
+
+
+# ------------------------------------------------------------------ regressions (G9)
+
+
+async def _snapshot(store: RedisAgentStateStore) -> dict[str, bytes | None]:
+    sk = store.layout.session("u", "s")
+    keys = [sk.head("agent_state"), sk.messages("agent_state"), sk.keyset, sk.meta]
+    return {k: await store.client.dump(k) for k in keys}
+
+
+async def _restore(store: RedisAgentStateStore, snap: dict[str, bytes | None]) -> None:
+    for k, v in snap.items():
+        if v is None:
+            await store.client.delete(k)
+        else:
+            await store.client.restore(k, 0, v, replace=True)
+
+
+async def test_lost_writes_raise_a_regression_once(standalone_store: RedisAgentStateStore) -> None:
+    store = standalone_store
+    state = AgentState("s", "u")
+    await store.save_if_version("u", "s", state, 0)
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 1)
+    snap = await _snapshot(store)  # what a replica had when the primary died
+    turn(state, 1)
+    await store.save_if_version("u", "s", state, 2)
+    assert (await store.get_versioned("u", "s")).version == 3
+    await _restore(store, snap)  # failover: version 3 is lost
+    with pytest.raises(VersionRegression) as info:
+        await store.get_versioned("u", "s")
+    assert isinstance(info.value, StoreUnavailable) and info.value.found == (1, 2)
+    got = await store.get_versioned("u", "s")  # raised once; then the server's state is served
+    assert got.version == 2 and len(got.state.context) == 4  # type: ignore[union-attr]
+
+
+async def test_same_version_rewritten_after_loss_is_a_regression(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    other = connect(STANDALONE, prefix=store.prefix)
+    try:
+        state = AgentState("s", "u")
+        await store.save_if_version("u", "s", state, 0)
+        snap = await _snapshot(store)
+        turn(state, 0)
+        await store.save_if_version("u", "s", state, 1)  # store saw version 2 = turn 0
+        await _restore(store, snap)  # lost
+        got = await other.get_versioned("u", "s")
+        got.state.context.append(Msg.user("different"))  # type: ignore[union-attr]
+        await other.save_if_version("u", "s", got.state, 1)  # type: ignore[arg-type]
+        # the store's own CAS at version 2 must not pile onto a different version 2
+        turn(state, 1)
+        with pytest.raises(VersionRegression):
+            await store.save_if_version("u", "s", state, 2)
+        snap2 = await _snapshot(store)
+        await store.get_versioned("u", "s")  # adopts the server's version 2
+        turn(got.state, 9)  # type: ignore[arg-type]
+        await other.save_if_version("u", "s", got.state, 2)  # type: ignore[arg-type]
+        await store.get_versioned("u", "s")  # caches version 3
+        await _restore(store, snap2)
+        with pytest.raises(VersionRegression):  # a load seeing version 2 again
+            await store.get_versioned("u", "s")
+    finally:
+        await other.aclose()
+
+
+async def test_lost_creation_is_a_regression(standalone_store: RedisAgentStateStore) -> None:
+    store = standalone_store
+    sk = store.layout.session("u", "s")
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    await store.get_versioned("u", "s")
+    await store.client.delete(sk.head("agent_state"), sk.keyset, sk.meta)  # never replicated
+    with pytest.raises(VersionRegression):
+        await store.get_versioned("u", "s")
+    assert (await store.get_versioned("u", "s")).version == 0
+    # a real delete by another instance is not a regression
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    await store.get_versioned("u", "s")
+    other = connect(STANDALONE, prefix=store.prefix)
+    try:
+        assert await other.delete("u", "s")
+    finally:
+        await other.aclose()
+    assert (await store.get_versioned("u", "s")).version == 0
+
+
+async def test_replaced_cached_prefix_is_never_served(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """Lost writes, then new writes reusing the generation and count: the chain tells."""
+    store = standalone_store
+    other = connect(STANDALONE, prefix=store.prefix)
+    try:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        snap = await _snapshot(store)
+        state = AgentState("s", "u")
+        turn(state, 0)
+        await store.save_if_version("u", "s", state, 1)
+        await store.get_versioned("u", "s")  # cached: generation g, 4 messages
+        await _restore(store, snap)  # lost
+        other_state = (await other.get_versioned("u", "s")).state
+        turn(other_state, 7)  # type: ignore[arg-type]
+        await other.save_if_version("u", "s", other_state, 1)  # type: ignore[arg-type]
+        store._seen.pop(("u", "s", "agent_state"))  # isolate the cache check from G9's
+        got = await store.get_versioned("u", "s")
+        assert [m.text for m in got.state.context] == ["u7", "call7", "r7", "a7"]  # type: ignore[union-attr]
+    finally:
+        await other.aclose()
+
+
+# ------------------------------------------------------------------ TTL and index ordering
+
+
+async def test_sliding_ttl(standalone_store: RedisAgentStateStore) -> None:
+    store = RedisAgentStateStore(standalone_store.client, prefix=standalone_store.prefix, ttl=0.6)
+    sk = store.layout.session("u", "s")
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    assert 0 < await store.client.pttl(sk.head("agent_state")) <= 600
+    assert await store.client.pttl(sk.meta) == -1  # counters never expire
+    for _ in range(3):
+        await asyncio.sleep(0.3)
+        assert (await store.get_versioned("u", "s")).version == 1  # each load slides it
+    await asyncio.sleep(0.9)
+    assert (await store.get_versioned("u", "s")).version == 0
+    assert (await store.list_session_ids("u")).session_ids == ()
+    assert await store.client.zcard(store.layout.user_index("u")) == 0  # stale entry cleaned
+    no_ttl = connect(STANDALONE, prefix=store.prefix)
+    try:
+        await no_ttl.save_if_version("u", "t", AgentState("t", "u"), 0)
+        assert await store.client.pttl(no_ttl.layout.session("u", "t").head("agent_state")) == -1
+    finally:
+        await no_ttl.aclose()
+
+
+async def test_crash_orders_leave_only_stale_index_entries(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    index = store.layout.user_index("u")
+    await store.save_if_version("u", "live", AgentState("live", "u"), 0)
+    await store._index_add("u", "crashed-create")  # crash after the index write, before data
+    await store.save_if_version("u", "crashed-delete", AgentState("crashed-delete", "u"), 0)
+    sk = store.layout.session("u", "crashed-delete")
+    await store.client.delete(sk.head("agent_state"), sk.keyset)  # crash before the index clean
+    page = await store.list_session_ids("u", limit=1)
+    assert page.session_ids == ("live",) and page.next_cursor is None
+    assert await store.client.zrange(index, 0, -1) == [b"live"]
+    # a create racing a delete's clean-up ends indexed
+    await store.save_if_version("u", "racer", AgentState("racer", "u"), 0)
+    await store._index_remove_checked("u", "racer")
+    assert (await store.list_session_ids("u")).session_ids == ("live", "racer")
+
+
+# ------------------------------------------------------------------ data, URLs, errors
+
+
+async def test_corrupt_stored_data_is_a_typed_error(standalone_store: RedisAgentStateStore) -> None:
+    store = standalone_store
+    sk = store.layout.session("u", "s")
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    await store.client.hset(sk.head("agent_state"), "d", b"{not json")
+    store.forget("u", "s")
+    with pytest.raises(CorruptState):
+        await store.get_versioned("u", "s")
+    await store.client.rpush(sk.messages("agent_state"), b"junk")
+    with pytest.raises(CorruptState):
+        await connect(STANDALONE, prefix=store.prefix).get_versioned("u", "s")
+
+
+async def test_envelopes_stay_inert_data(standalone_store: RedisAgentStateStore) -> None:
+    state = AgentState("s", "u")
+    for i, env in enumerate(ENVELOPES):
+        state.extensions[f"plugin{i}"] = orjson.loads(env)
+        state.context.append(Msg.user(env, metadata={"env": orjson.loads(env)}))
+    await standalone_store.save_if_version("u", "s", state, 0)
+    got = await connect(STANDALONE, prefix=standalone_store.prefix).get_versioned("u", "s")
+    assert got.state is not None
+    assert got.state.extensions == state.extensions
+    assert [m.metadata for m in got.state.context] == [m.metadata for m in state.context]
+
+
+def test_urls_pick_the_topology() -> None:
+    from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
+
+    s = connect("redis://127.0.0.1:6379/2?prefix=app:x&ttl=30&cache_slots=8")
+    assert isinstance(s.client, Redis) and s.prefix == "app:x" and s.ttl_ms == 30000
+    assert s.client.connection_pool.connection_kwargs["db"] == 2
+    s = connect("rediss://:pw@localhost:6380/0")
+    assert s.client.connection_pool.connection_kwargs["password"] == "pw"
+    c = connect("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/", prefix="p")
+    assert isinstance(c.client, RedisCluster) and c.prefix == "p"
+    t = connect("redis+sentinel://:secret@127.0.0.1:26379,[::1]:26380/mymaster/3")
+    pool = t.client.connection_pool
+    assert pool.service_name == "mymaster" and pool.connection_kwargs["db"] == 3
+    assert pool.connection_kwargs["password"] == "secret"
+    assert [
+        (x.connection_pool.connection_kwargs["host"]) for x in pool.sentinel_manager.sentinels
+    ] == ["127.0.0.1", "::1"]
+
+
+@pytest.mark.parametrize(
+    ("url", "options"),
+    [
+        ("memcached://x", {}),
+        ("redis://localhost?prefix=a{b}", {}),
+        ("redis://localhost", {"prefix": "a*"}),
+        ("redis://localhost", {"prefix": ""}),
+        ("redis://localhost", {"bogus": 1}),
+        ("redis://localhost?ttl=abc", {}),
+        ("redis+sentinel://127.0.0.1:26379/", {}),
+        ("redis+sentinel://127.0.0.1:26379/m/x", {}),
+        ("redis+cluster://127.0.0.1:x/", {}),
+        ("redis+cluster:///", {}),
+    ],
+)
+def test_bad_configuration_is_refused(url: str, options: dict[str, Any]) -> None:
+    with pytest.raises(StoreConfigurationError):
+        connect(url, **options)
+
+
+async def test_unreachable_server_is_store_unavailable() -> None:
+    store = connect(
+        f"redis://127.0.0.1:{free_port()}/0", client_options={"socket_connect_timeout": 0.5}
+    )
+    try:
+        with pytest.raises(StoreUnavailable):
+            await store.get_versioned("u", "s")
+        with pytest.raises(StoreUnavailable):
+            await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    finally:
+        await store.aclose()
+
+
+async def test_bad_arguments(standalone_store: RedisAgentStateStore) -> None:
+    with pytest.raises(ValueError):
+        await standalone_store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=(1, "x"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        await standalone_store.save_if_version("u", "s", AgentState("s", "u"), True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        RedisAgentStateStore(standalone_store.client, ttl=0)
+    assert not await standalone_store.exists("u", "s")
+
+
+def test_entry_point_registers_every_scheme() -> None:
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="hookagent") if e.name == "store-redis"]
+    registered: dict[str, Any] = {}
+    ep.load().hookagent_register_state_stores(register=lambda k, f: registered.__setitem__(k, f))
+    assert set(registered) == {
+        "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"
+    }  # fmt: skip
+    assert isinstance(registered["redis"](STANDALONE), RedisAgentStateStore)

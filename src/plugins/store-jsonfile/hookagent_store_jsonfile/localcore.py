@@ -516,7 +516,8 @@ class LocalCore:
             os.rmdir(name, dir_fd=pd)
         except OSError:
             return False  # someone created a new lock file meanwhile: they own it now
-        self.dur.fsync(pd, "the user directory (session removal)")
+        if self.dur.poisoned is None:  # cleanup after a failed fsync must not fsync again
+            self.dur.fsync(pd, "the user directory (session removal)")
         return True
 
     def delete(self, user_id: str, session_id: str, key: str | None) -> bool:

@@ -48,6 +48,7 @@ class Durability:
             )
 
     def fsync(self, fd: int, what: str) -> None:
+        self.check()  # never fsync again after a failure: the data's fate is unknown
         try:
             os.fsync(fd)
         except OSError as exc:

@@ -100,7 +100,12 @@ def _recap(history: Sequence[Msg]) -> str:
     for i, msg in enumerate(history):
         if msg.role != "user":
             continue
-        outcome = _outcome(history[i + 1 :])
+        after = history[i + 1 :]
+        before = history[i - 1] if i else None
+        if before is not None and before.role == "tool" and after and _interrupt_reply(after[0]):
+            outcome = "sent to interrupt it"
+        else:
+            outcome = _outcome(after)
         requests.append(f"{len(requests) + 1}. “{_short(msg.text, 50)}” → {outcome}")
     if not requests:
         return f"{PREFIX} Nothing yet: this is the first message of the session."
@@ -110,15 +115,22 @@ def _recap(history: Sequence[Msg]) -> str:
     )
 
 
+def _interrupt_reply(msg: Msg) -> bool:
+    return msg.role == "assistant" and msg.metadata.get("generate_reason") == "INTERRUPTED"
+
+
 def _outcome(after: Sequence[Msg]) -> str:
     tools: list[str] = []
+    interrupted = False
     for msg in after:
         if msg.role == "user":
             break
         tools += [f"{r.name} {r.state}" for r in msg.tool_results]
-        if msg.metadata.get("generate_reason") == "INTERRUPTED":
-            return f"interrupted ({', '.join(tools)})" if tools else "interrupted"
-    return f"answered ({', '.join(tools)})" if tools else "answered"
+        interrupted |= _interrupt_reply(msg) or any(
+            r.state == "interrupted" for r in msg.tool_results
+        )
+    verb = "interrupted" if interrupted else "answered"
+    return f"{verb} ({', '.join(tools)})" if tools else verb
 
 
 def _short(text: str, limit: int) -> str:

@@ -1,0 +1,25 @@
+"""The CLI's own typed errors (everything else comes from ``hookagent.errors``)."""
+
+from __future__ import annotations
+
+from hookagent.errors import SessionStoreError
+
+
+class SessionNotFound(SessionStoreError):
+    """The (user_id, session_id) slot a command names does not exist in the store."""
+
+    def __init__(self, user_id: str, session_id: str) -> None:
+        self.user_id, self.session_id = user_id, session_id
+        super().__init__(f"no session {session_id!r} for user {user_id!r} in this store")
+
+
+class SessionExists(SessionStoreError):
+    """An import would overwrite a stored session (pass ``--force`` to allow it)."""
+
+    def __init__(self, user_id: str, session_id: str, version: int | None) -> None:
+        self.user_id, self.session_id, self.version = user_id, session_id, version
+        at = "" if version is None else f" (version {version})"
+        super().__init__(
+            f"session {session_id!r} of user {user_id!r} already exists{at}; "
+            "pass --force to overwrite it"
+        )

@@ -1,0 +1,89 @@
+"""``hookagent``: argument parsing, subcommand dispatch and the one-line error convention.
+
+Errors print ``hookagent: error: <TypeName>: message`` on stderr and exit 1 (2 for usage
+errors); ``--traceback`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .commands import CommandRegistry
+from .options import add_common
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"hookagent: error: usage: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser(registry: CommandRegistry) -> Parser:
+    parser = Parser(
+        prog="hookagent",
+        description="Run and inspect hookagent agents. Try: hookagent demo",
+    )
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("hookagent-cli")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        ver = "unknown"
+    parser.add_argument("--version", action="version", version=f"hookagent-cli {ver}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in sorted(registry.commands):
+        command = registry.commands[name]
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        command.configure(p)
+        if command.common:
+            add_common(p)
+        p.set_defaults(handler=command.run)
+    return parser
+
+
+def collect_commands(pm: object) -> CommandRegistry:
+    registry = CommandRegistry()
+    hook = pm.hook.hookagent_register_cli_commands  # type: ignore[attr-defined]
+    for impl in reversed(hook.get_hookimpls()):  # registration order
+        registry.plugin = impl.plugin_name
+        impl.function(*[{"register": registry}[a] for a in impl.argnames])
+    return registry
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = "--traceback" in argv
+    try:
+        from .pm import cli_plugin_manager
+
+        pm = cli_plugin_manager()
+        registry = collect_commands(pm)
+        args = build_parser(registry).parse_args(argv)
+        args.plugin_manager = pm
+        args.commands = list(registry.commands)
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("hookagent: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        cause = _root_cause(exc)
+        if show_traceback:
+            traceback.print_exception(cause)
+        message = " ".join(str(cause).split()) or "(no message)"
+        print(f"hookagent: error: {type(cause).__name__}: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

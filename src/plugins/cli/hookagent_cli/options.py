@@ -1,0 +1,116 @@
+"""The options every subcommand shares, and turning them into an agent configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import warnings
+from typing import Any
+
+from hookagent import AgentConfig, StateNotPersistedWarning
+from hookagent.errors import StoreConfigurationError
+from hookagent.store.ids import check_id
+
+DEFAULT_USER = "local"
+DEFAULT_SESSION = "default"
+DEFAULT_AGENT_ID = "hookagent"
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """``--store``, ``--model``, ``--model-option``, ``--user``, ``--session``, ``--agent-id``."""
+    group = parser.add_argument_group("common options")
+    group.add_argument(
+        "--store",
+        metavar="URL",
+        default=os.environ.get("HOOKAGENT_STORE") or None,
+        help="state store URL (file:///path, redis://..., postgresql+asyncpg://..., "
+        "sqlite+aiosqlite:///...); default: $HOOKAGENT_STORE, else the configured default "
+        "store (JSON files under $HOOKAGENT_STATE_HOME or ~/.hookagent/state)",
+    )
+    group.add_argument("--model", default="demo", help="model provider name (default: demo)")
+    group.add_argument(
+        "--model-option",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="an option for the model (repeatable); VALUE is JSON if it parses, else a string",
+    )
+    group.add_argument(
+        "--demo-tools",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="offer the demo tools get_weather and slow_count (default: on with --model demo)",
+    )
+    group.add_argument("--user", default=None, help=f"user id (default: {DEFAULT_USER})")
+    group.add_argument("--session", default=None, help=f"session id (default: {DEFAULT_SESSION})")
+    group.add_argument(
+        "--agent-id", default=DEFAULT_AGENT_ID, help=f"agent id (default: {DEFAULT_AGENT_ID})"
+    )
+    group.add_argument("--traceback", action="store_true", help="show the traceback of an error")
+
+
+def slot(args: argparse.Namespace) -> tuple[str, str]:
+    """The (user_id, session_id) named on the command line, validated."""
+    user = DEFAULT_USER if args.user is None else args.user
+    session = DEFAULT_SESSION if args.session is None else args.session
+    return check_id(user, "user_id", allow_empty=True), check_id(session, "session_id")
+
+
+def model_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--model-option expects KEY=VALUE, got {pair!r}")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        options[key.strip()] = value
+    return options
+
+
+def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
+    """The agent configuration the options describe; refuses a store that would not persist."""
+    from hookagent_model_demo import DEMO_TOOLS
+
+    demo_tools = args.demo_tools if args.demo_tools is not None else args.model == "demo"
+    settings: dict[str, Any] = {
+        "name": "hookagent-cli",
+        "agent_id": check_id(args.agent_id, "agent_id"),
+        "model": args.model,
+        "model_options": model_options(args.model_option),
+        "tools": DEMO_TOOLS if demo_tools else (),
+        "state_store": args.store,
+    }
+    settings.update(overrides)
+    config = AgentConfig(**settings)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StateNotPersistedWarning)
+        config.kernel  # noqa: B018 - binds plugins, model and store now, so errors show here
+    if any(issubclass(w.category, StateNotPersistedWarning) for w in caught):
+        raise StoreConfigurationError(
+            "no store plugin provides a persistent default store (is hookagent-store-jsonfile "
+            "installed?); pass --store URL, e.g. --store file:///tmp/hookagent-state"
+        )
+    return config
+
+
+def describe_store(config: AgentConfig, store: object) -> str:
+    """Where the state lives, for humans: a directory for the file store, else the URL/type."""
+    root = getattr(store, "root_path", None) or getattr(store, "root", None)
+    if root is not None and not callable(root):
+        return str(root)
+    if isinstance(config.state_store, str):
+        return _redact(config.state_store)
+    return type(store).__name__
+
+
+def _redact(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest.split("/", 1)[0]:
+        creds, host = rest.split("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+    return url

@@ -1,0 +1,35 @@
+"""The CLI's plugin manager: the kernel's, plus the CLI hook specification before loading.
+
+The kernel does not replay ``hookagent_add_hookspecs`` itself, so the CLI makes that historic
+call first: every plugin that adds hook specifications gets to add them as it is registered,
+and ``check_pending`` then validates the implementations against them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hookagent.plugins import HookagentPluginManager, create_plugin_manager
+
+from . import hookspecs
+from . import plugin as cli_plugin
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def cli_plugin_manager() -> HookagentPluginManager:
+    blocked = [b.strip() for b in os.environ.get("HOOKAGENT_BLOCKED_PLUGINS", "").split(",")]
+    blocked = [b for b in blocked if b]
+    pm = create_plugin_manager(autoload=False, blocked=blocked)
+    pm.hook.hookagent_add_hookspecs.call_historic(kwargs={"pluginmanager": pm})
+    caller = getattr(pm.hook, "hookagent_register_cli_commands", None)
+    if caller is None or caller.spec is None:
+        pm.add_hookspecs(hookspecs)
+    if not _flag("HOOKAGENT_DISABLE_PLUGIN_AUTOLOAD"):
+        pm.load_entry_points(strict=_flag("HOOKAGENT_STRICT_PLUGINS"), blocked=blocked)
+    if not pm.is_registered(cli_plugin) and pm.get_plugin("cli") is None:
+        pm.register(cli_plugin, name="cli")
+    pm.check_pending()
+    return pm

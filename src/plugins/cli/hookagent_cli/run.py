@@ -1,0 +1,71 @@
+"""``hookagent run``: one message in, the reply out (text, or ``--json`` for scripts).
+
+Progress (tool calls and results) goes to stderr, the reply to stdout. Ctrl-C interrupts the
+call like in ``chat``; the interrupted reply is printed and the exit code is 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+
+from .options import build_config, slot
+from .printer import EventPrinter, ToolResultTap
+from .render import as_json
+from .runner import CallRunner, Leave
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("message", help="the user message ('-' reads it from stdin)")
+    parser.add_argument("--json", action="store_true", help="print a JSON object, not the text")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--interrupt-message", default=None, help="user message recorded when Ctrl-C interrupts"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    user, session = slot(args)
+    text = sys.stdin.read() if args.message == "-" else args.message
+    if not text.strip():
+        raise ValueError("the message is empty")
+    tap = ToolResultTap()
+    config = build_config(args, plugins=[tap])
+    progress = io.StringIO() if args.quiet or args.json else sys.stderr
+    printer = EventPrinter(progress, tap, stream=False)
+    runner = CallRunner(config, tap, user, session)
+    with runner.open():
+        try:
+            reply = runner.call(text, printer, args.interrupt_message)
+        except Leave:
+            print("hookagent: run cancelled; its input was saved", file=sys.stderr)
+            return 130
+        state, version = runner.state()
+    reason = reply.metadata.get("generate_reason", "COMPLETED")
+    if args.json:
+        print(
+            as_json(
+                {
+                    "reply": reply.text,
+                    "generate_reason": reason,
+                    "run_id": runner.last_run_id,
+                    "user_id": user,
+                    "session_id": session,
+                    "version": version,
+                    "messages": len(state.context) if state is not None else 0,
+                }
+            )
+        )
+    else:
+        print(reply.text)
+    return 130 if reason == "INTERRUPTED" else 0
+
+
+def register(register: object) -> None:
+    register(  # type: ignore[operator]
+        "run",
+        help="send one message and print the reply (scriptable)",
+        configure=configure,
+        run=run,
+    )

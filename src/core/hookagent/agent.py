@@ -39,7 +39,9 @@ def _ids(value: str | None) -> str | None:
 class AgentConfig:
     """Everything an agent needs, fixed at startup and shared by every agent built from it.
 
-    ``state_store`` is a store object or a URL whose scheme a store plugin registered;
+    ``tools`` are always available; plugin-registered tools only when their group (by default
+    the plugin's name) is in ``tool_groups`` (``"*"`` for all) or activated in the session's
+    ``tool_context.activated_groups``. ``state_store`` is a store object or a URL whose scheme a store plugin registered;
     None uses the default a plugin declares (the JSON-file store), else in-memory with a
     warning. ``model`` is a model object or the name of a registered provider.
     """
@@ -49,6 +51,7 @@ class AgentConfig:
     model: Model | str | None = None
     model_options: dict[str, Any] = attrs.Factory(dict)
     tools: Sequence[Callable[..., Any]] = ()
+    tool_groups: Sequence[str] = ()
     plugins: Sequence[object] = ()
     state_store: AgentStateStore | str | None = None
     state_store_options: dict[str, Any] = attrs.Factory(dict)

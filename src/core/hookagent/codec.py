@@ -8,11 +8,16 @@ class this module already knows. Every failure is one typed error that says wher
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
 import orjson
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    list_structure_factory,
+    mapping_structure_factory,
+)
 
 from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
@@ -81,6 +86,22 @@ def _structure_float(obj: Any, _: Any) -> float:
     return float(obj)
 
 
+def _strict(kind: type, factory: Any, label: str) -> Any:
+    """cattrs accepts any iterable for a list (a dict, a str): accept only the JSON type."""
+
+    def make(t: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+        inner = factory(t, conv)
+
+        def hook(obj: Any, tp: Any) -> Any:
+            if not isinstance(obj, kind):
+                raise InvalidState(f"expected {label}, got {type(obj).__name__}")
+            return inner(obj, tp)
+
+        return hook
+
+    return make
+
+
 def make_converter() -> cattrs.Converter:
     """The private converter: strict scalars, tagged blocks, no extra keys in known classes."""
     c = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
@@ -89,6 +110,16 @@ def make_converter() -> cattrs.Converter:
     c.register_structure_hook(bool, _structure_bool)
     c.register_structure_hook(float, _structure_float)
     c.register_structure_hook(Any, _structure_json)
+    c.register_structure_hook_factory(
+        lambda t: get_origin(t) is list, _strict(list, list_structure_factory, "an array")
+    )
+    c.register_structure_hook_factory(
+        lambda t: get_origin(t) in (tuple,) and ... in get_args(t),
+        _strict(list, homogenous_tuple_structure_factory, "an array"),
+    )
+    c.register_structure_hook_factory(
+        lambda t: get_origin(t) in (dict,), _strict(dict, mapping_structure_factory, "an object")
+    )
     c.register_structure_hook(ContentBlock, _structure_block)
     c.register_structure_hook(OutputBlock, _structure_output)
     c.register_structure_hook(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import threading
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -69,7 +69,7 @@ class Kernel:
             config.plugins, autoload=config.autoload_plugins, strict=config.strict_plugins
         )
         self.tools = self._collect_tools()
-        self.tool_specs: list[ToolSpec] = [t.spec for t in self.tools.values()]
+        self._enabled: dict[frozenset[str], tuple[dict[str, Tool], list[ToolSpec]]] = {}
         self.middlewares: list[ToolMiddleware] = [
             m for m in self.pm.hook.hookagent_wrap_tool_call() if m is not None
         ]
@@ -86,7 +86,6 @@ class Kernel:
         self._bind_store()
         self._portal_lock = threading.Lock()
         self._portal: anyio.from_thread.BlockingPortal | None = None
-        self._portal_cm: Any = None
 
     # ---- tools and models
     def _collect_tools(self) -> dict[str, Tool]:
@@ -104,7 +103,8 @@ class Kernel:
             owners[tool.name] = owner
 
         for item in self.config.tools:
-            add(Tool.from_function(item), "the configuration")
+            tool = Tool.from_function(item)
+            add(attrs.evolve(tool, group=None), "the configuration")
 
         class _ToolRegistrar:
             def __init__(self, what: str, sink: dict[str, Any], plugin: str) -> None:
@@ -118,11 +118,32 @@ class Kernel:
                 description: str | None = None,
                 group: str | None = None,
             ) -> None:
-                tool = Tool.from_function(func, name=name, description=description, group=group)
+                tool = Tool.from_function(
+                    func, name=name, description=description, group=group or self.plugin
+                )
                 add(tool, f"plugin {self.plugin!r}")
 
         collect(self.pm, "hookagent_register_tools", "tool", _ToolRegistrar)
         return tools
+
+    def enabled_tools(
+        self, activated: Sequence[str] = ()
+    ) -> tuple[dict[str, Tool], list[ToolSpec]]:
+        """The tools one call may use: the configuration's own, plus the plugin tool groups
+        enabled by ``tool_groups`` or activated in the session's ``tool_context``.
+
+        Installing a tool plugin never hands its tools to an agent that did not ask for them.
+        """
+        key = frozenset(activated)
+        found = self._enabled.get(key)
+        if found is None:
+            groups = set(self.config.tool_groups) | key
+            every = "*" in groups
+            tools = {
+                n: t for n, t in self.tools.items() if t.group is None or every or t.group in groups
+            }
+            found = self._enabled[key] = (tools, [t.spec for t in tools.values()])
+        return found
 
     def model_factories(self) -> dict[str, tuple[Any, str]]:
         return collect(self.pm, "hookagent_register_models", "model")
@@ -196,8 +217,7 @@ class Kernel:
             raise AgentError("a *_sync method was called inside an event loop: await the async one")
         with self._portal_lock:
             if self._portal is None:
-                self._portal_cm = anyio.from_thread.start_blocking_portal()
-                self._portal = self._portal_cm.__enter__()
+                self._portal = _start_daemon_portal()
             return self._portal
 
     async def aclose(self) -> None:
@@ -210,9 +230,9 @@ class Kernel:
 
     def close_portal(self) -> None:
         with self._portal_lock:
-            if self._portal_cm is not None:
-                self._portal_cm.__exit__(None, None, None)
-                self._portal_cm = self._portal = None
+            if self._portal is not None:
+                self._portal.call(self._portal.stop)
+                self._portal = None
 
 
 def _in_event_loop() -> bool:
@@ -221,3 +241,23 @@ def _in_event_loop() -> bool:
     except Exception:
         return False
     return True
+
+
+def _start_daemon_portal() -> anyio.from_thread.BlockingPortal:
+    """An event loop on a daemon thread for the *_sync twins.
+
+    anyio's ``start_blocking_portal`` runs on a non-daemon worker, which would keep a script
+    that never closed its agent from exiting.
+    """
+    ready = threading.Event()
+    holder: list[anyio.from_thread.BlockingPortal] = []
+
+    async def main() -> None:
+        async with anyio.from_thread.BlockingPortal() as portal:
+            holder.append(portal)
+            ready.set()
+            await portal.sleep_until_stopped()
+
+    threading.Thread(target=anyio.run, args=(main,), name="hookagent-sync", daemon=True).start()
+    ready.wait()
+    return holder[0]

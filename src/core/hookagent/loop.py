@@ -25,7 +25,7 @@ from .models import ModelDelta, ModelRequest, ModelResponse
 from .runs import AgentRun, Interrupted
 from .state import AgentState
 from .store.base import UNCONDITIONAL, ConflictPolicy, Fence
-from .tools import ToolArgumentError, error_result, to_output
+from .tools import Tool, ToolArgumentError, error_result, to_output
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -48,6 +48,7 @@ class Turn:
         self.state: AgentState | None = None
         self.version = 0
         self.loaded_len = 0
+        self.tools: dict[str, Tool] = {}
 
     # ------------------------------------------------------------------ events
     async def emit(self, kind: str, **data: Any) -> None:
@@ -133,9 +134,10 @@ class Turn:
             raise ModelError("no model is configured (AgentConfig(model=...))")
         control = self.run.control
         control.check()
+        self.tools, specs = self.kernel.enabled_tools(state.tool_context.activated_groups)
         request = ModelRequest(
             messages=list(state.context),
-            tools=list(self.kernel.tool_specs),
+            tools=list(specs),
             system=self.kernel.config.system_prompt,
         )
         await await_results(
@@ -196,7 +198,7 @@ class Turn:
         state.context.append(Msg("tool", results))
 
     async def call_tool(self, use: ToolUseBlock) -> ToolResultBlock:
-        tool = self.kernel.tools.get(use.name)
+        tool = self.tools.get(use.name)
         await self.emit("tool_called", tool=use.name, tool_use_id=use.id)
         chain: Callable[[ToolCall], Awaitable[ToolResultBlock]] = self._invoke
         for middleware in reversed(self.kernel.middlewares):
@@ -213,7 +215,7 @@ class Turn:
     async def _invoke(self, call: ToolCall) -> ToolResultBlock:
         use, tool = call.use, call.tool
         if tool is None:
-            names = ", ".join(sorted(self.kernel.tools)) or "none"
+            names = ", ".join(sorted(self.tools)) or "none"
             return error_result(use, f"unknown tool {use.name!r}; available tools: {names}")
         try:
             tool.check_arguments(use.input)

@@ -72,6 +72,7 @@ def agent_config(
         options.setdefault("model", scripted_model)
         options.setdefault("state_store", InMemoryAgentStateStore())
         options.setdefault("autoload_plugins", False)
+        options.setdefault("tool_groups", ("*",))
         options["plugins"] = [*hookagent_plugins, *options.get("plugins", ())]
         config = AgentConfig(**options)
         calls = hook_recorder.calls

@@ -1,0 +1,370 @@
+"""The codec: lossless round trips, and one typed error for every bad input."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import orjson
+import pytest
+from hookagent import (
+    AgentState,
+    CorruptState,
+    DataBlock,
+    ImageBlock,
+    InvalidState,
+    Msg,
+    StateTooLarge,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnsupportedSchemaVersion,
+    codec,
+)
+from hookagent.state import (
+    SCHEMA_VERSION,
+    PermissionRule,
+    PlanModeContext,
+    TasksContext,
+    Todo,
+    ToolContext,
+)
+from hookagent.testing import ENVELOPES, full_state
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# ---------------------------------------------------------------------------- strategies
+
+text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+json_scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    text,
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_value = st.recursive(
+    json_scalar,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(text, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+output_block = st.one_of(
+    st.builds(TextBlock, text),
+    st.builds(ImageBlock, text, st.none() | text),
+    st.builds(DataBlock, text, st.none() | text, st.none() | text),
+)
+block = st.one_of(
+    st.builds(TextBlock, text),
+    st.builds(ThinkingBlock, text),
+    st.builds(ImageBlock, text, st.none() | text),
+    st.builds(DataBlock, text, st.none() | text, st.none() | text),
+    st.builds(
+        ToolUseBlock,
+        text,
+        text,
+        st.dictionaries(text, json_value, max_size=3),
+        st.sampled_from(["requested", "streaming"]),
+    ),
+    st.builds(
+        ToolResultBlock,
+        text,
+        text,
+        st.lists(output_block, max_size=3).map(tuple),
+        st.sampled_from(["success", "error", "interrupted", "denied"]),
+    ),
+)
+message = st.builds(
+    Msg,
+    st.sampled_from(["user", "assistant", "system", "tool"]),
+    st.lists(block, max_size=4).map(tuple),
+    st.none() | text,
+    text.filter(bool),
+    st.dictionaries(text, json_value, max_size=3),
+    st.floats(0, 2e9),
+)
+
+
+@st.composite
+def states(draw: Any) -> AgentState:
+    state = AgentState(
+        session_id=draw(text.filter(bool)),
+        user_id=draw(text),
+        summary=draw(st.none() | text),
+        context=draw(st.lists(message, max_size=5)),
+        shutdown_interrupted=draw(st.booleans()),
+    )
+    state.permission_context.mode = draw(text)
+    state.permission_context.rules = draw(
+        st.lists(
+            st.builds(
+                PermissionRule, text, st.sampled_from(["allow", "deny", "ask"]), st.none() | text
+            ),
+            max_size=2,
+        )
+    )
+    state.plan_mode_context = draw(st.builds(PlanModeContext, st.booleans(), st.none() | text))
+    state.tasks_context = draw(
+        st.builds(
+            TasksContext,
+            st.lists(
+                st.builds(
+                    Todo,
+                    text,
+                    st.sampled_from(["pending", "in_progress", "completed"]),
+                    st.none() | text,
+                ),
+                max_size=3,
+            ),
+            st.integers(0, 10**6),
+            st.none() | text,
+        )
+    )
+    state.tool_context = draw(st.builds(ToolContext, st.lists(text, max_size=3)))
+    reserved = {
+        "session_id",
+        "user_id",
+        "summary",
+        "context",
+        "permission_context",
+        "plan_mode_context",
+        "tasks_context",
+        "tool_context",
+        "shutdown_interrupted",
+        "schema_version",
+        "extensions",
+    }
+    state.extensions = draw(
+        st.dictionaries(text.filter(lambda k: k and k not in reserved), json_value, max_size=3)
+    )
+    return state
+
+
+# ---------------------------------------------------------------------------- round trips
+
+
+@settings(max_examples=150, deadline=None)
+@given(message)
+def test_every_block_type_round_trips(msg: Msg) -> None:
+    assert codec.decode_msg(codec.encode_msg(msg)) == msg
+
+
+@settings(max_examples=100, deadline=None)
+@given(states())
+def test_every_state_section_round_trips(state: AgentState) -> None:
+    text_ = state.to_json()
+    back = AgentState.from_json(text_)
+    assert back == state
+    assert back.to_json() == text_
+
+
+def test_unknown_plugin_section_survives_byte_for_byte() -> None:
+    section = (
+        '{"z":1,"a":[1.5,"x",{"lc":1,"type":"constructor"}],"n":null,"big":12345678901234567890}'
+    )
+    doc = full_state("u", "s").to_json()
+    injected = doc[:-1] + ',"not_installed_plugin":' + section + "}"
+    state = AgentState.from_json(injected)
+    assert state.extensions["not_installed_plugin"]["a"][2] == {"lc": 1, "type": "constructor"}
+    out = state.to_json()
+    assert ('"not_installed_plugin":' + section) in out
+    assert out == injected
+
+
+def test_plugin_sections_typed_access() -> None:
+    state = AgentState("s")
+    state.put_section("todo_plus", TasksContext([Todo("x")], 2))
+    assert state.get_section("todo_plus", TasksContext) == TasksContext([Todo("x")], 2)
+    with pytest.raises(InvalidState):
+        state.put_section("context", {})
+    state.extensions["broken"] = {"todos": "nope"}
+    with pytest.raises(InvalidState, match="broken"):
+        state.get_section("broken", TasksContext)
+
+
+def test_history_is_runtime_only() -> None:
+    state = AgentState.from_json(full_state("u", "s").to_json())
+    assert state.context.unchanged_prefix == 6
+    doc = orjson.loads(state.to_json())
+    assert set(doc) == {
+        "session_id",
+        "user_id",
+        "summary",
+        "context",
+        "permission_context",
+        "plan_mode_context",
+        "tasks_context",
+        "tool_context",
+        "shutdown_interrupted",
+        "schema_version",
+        "some_plugin",
+    }
+
+
+# ---------------------------------------------------------------------------- bad inputs
+
+VALID = full_state("u", "s").to_json()
+
+
+def _bad_inputs() -> list[tuple[str, Any, type[Exception]]]:
+    cases: list[tuple[str, Any, type[Exception]]] = []
+    step = max(1, len(VALID) // 60)
+    for offset in range(0, len(VALID) - 1, step):
+        cases.append((f"truncated@{offset}", VALID[:offset], CorruptState))
+    cases += [
+        ("empty", "", CorruptState),
+        ("whitespace", "   \n", CorruptState),
+        ("bom", "\ufeff" + VALID, CorruptState),
+        ("list", "[]", InvalidState),
+        ("string", '"x"', InvalidState),
+        ("null", "null", InvalidState),
+        ("number", "42", InvalidState),
+        ("invalid utf8", b'{"session_id":"\xff\xfe"}', CorruptState),
+        ("lone surrogate text", '{"session_id":"\ud800"}', CorruptState),
+        ("pickle", pickle.dumps({"a": 1}), CorruptState),
+        ("pickle proto 0", pickle.dumps({"a": 1}, protocol=0), CorruptState),
+        ("not str or bytes", 42, InvalidState),
+        ("depth 10000", "[" * 10000 + "]" * 10000, CorruptState),
+        (
+            "depth 100 in a section",
+            VALID[:-1] + ',"deep":' + "[" * 100 + "]" * 100 + "}",
+            StateTooLarge,
+        ),
+        ("oversize", VALID[:-1] + ',"pad":"' + "x" * codec.MAX_STATE_BYTES + '"}', StateTooLarge),
+        (
+            "future schema",
+            VALID.replace(f'"schema_version":{SCHEMA_VERSION}', '"schema_version":99'),
+            UnsupportedSchemaVersion,
+        ),
+        (
+            "schema as string",
+            VALID.replace(f'"schema_version":{SCHEMA_VERSION}', '"schema_version":"1"'),
+            InvalidState,
+        ),
+        (
+            "negative schema",
+            VALID.replace(f'"schema_version":{SCHEMA_VERSION}', '"schema_version":-1'),
+            InvalidState,
+        ),
+        ("missing schema", '{"session_id":"s","context":[]}', InvalidState),
+        ("missing session", f'{{"schema_version":{SCHEMA_VERSION},"context":[]}}', InvalidState),
+        (
+            "missing context",
+            f'{{"schema_version":{SCHEMA_VERSION},"session_id":"s"}}',
+            InvalidState,
+        ),
+        (
+            "context as dict",
+            f'{{"schema_version":{SCHEMA_VERSION},"session_id":"s","context":{{}}}}',
+            InvalidState,
+        ),
+        (
+            "session as int",
+            f'{{"schema_version":{SCHEMA_VERSION},"session_id":5,"context":[]}}',
+            InvalidState,
+        ),
+        (
+            "bool as int",
+            VALID.replace('"shutdown_interrupted":false', '"shutdown_interrupted":0'),
+            InvalidState,
+        ),
+        ("revision as float", VALID.replace('"revision":3', '"revision":3.0'), InvalidState),
+        ("unknown role", VALID.replace('"role":"user"', '"role":"root"', 1), InvalidState),
+        ("unknown block", VALID.replace('"type":"text"', '"type":"exec"', 1), InvalidState),
+        ("block not object", VALID.replace('"content":[{', '"content":[1,{', 1), InvalidState),
+        (
+            "extra key in msg",
+            VALID.replace('"role":"user"', '"role":"user","__class__":"os.system"', 1),
+            InvalidState,
+        ),
+        (
+            "thinking in tool output",
+            VALID.replace(
+                '"output":[{"text":"found","type":"text"}',
+                '"output":[{"thinking":"x","type":"thinking"}',
+                1,
+            ),
+            InvalidState,
+        ),
+        ("nan", VALID.replace('"revision":3', '"revision":NaN'), CorruptState),
+    ]
+    for i, env in enumerate(ENVELOPES):
+        cases.append((f"envelope {i} as state", env, InvalidState))
+        cases.append(
+            (
+                f"envelope {i} as block",
+                VALID.replace('"content":[{', '"content":[' + env + ",{", 1),
+                InvalidState,
+            )
+        )
+    return cases
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "error"), _bad_inputs(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_bad_state_input_gives_one_typed_error(
+    name: str, data: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error) as info:
+        codec.decode_state(data)
+    assert type(info.value) is error, f"{name}: got {type(info.value).__name__}: {info.value}"
+    assert str(info.value)
+
+
+def test_errors_name_the_field() -> None:
+    with pytest.raises(InvalidState, match=r"revision"):
+        codec.decode_state(VALID.replace('"revision":3', '"revision":"3"'))
+    with pytest.raises(InvalidState, match=r"context\[1\]"):
+        codec.decode_state(VALID.replace('"role":"user"', '"role":"root"', 1))
+
+
+def test_envelopes_inside_free_form_data_stay_inert() -> None:
+    for env in ENVELOPES:
+        doc = VALID.replace('"metadata":{"model":"x"', '"metadata":{"model":' + env, 1)
+        state = codec.decode_state(doc)
+        found = state.context[2].metadata["model"]
+        assert isinstance(found, dict) and found == orjson.loads(env)
+
+
+def test_limits_at_the_boundary() -> None:
+    limit = len(VALID.encode())
+    assert codec.decode_state(VALID, limit=limit).session_id == "s"
+    with pytest.raises(StateTooLarge, match="over the limit"):
+        codec.decode_state(VALID, limit=limit - 1)
+    ok = {"k": 1}
+    for _ in range(codec.MAX_DEPTH - 1):
+        ok = {"k": ok}
+    codec.check_depth(ok)
+    with pytest.raises(StateTooLarge, match="deeper than 64"):
+        codec.check_depth({"k": ok})
+
+
+def test_encoding_refuses_what_cannot_be_stored() -> None:
+    state = AgentState("s")
+    state.context.append(Msg.user("x", metadata={"o": object()}))
+    with pytest.raises(InvalidState, match="not JSON"):
+        state.to_json()
+    with pytest.raises(InvalidState):
+        codec.encode_msg("not a message")  # type: ignore[arg-type]
+    huge = Msg.user("x" * (codec.MAX_MESSAGE_BYTES + 1))
+    with pytest.raises(StateTooLarge):
+        codec.encode_msg(huge)
+
+
+def test_upcasters_migrate_older_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = orjson.loads(VALID)
+    old["schema_version"] = SCHEMA_VERSION - 1
+    old["messages"] = old.pop("context")
+
+    def upcast(doc: dict[str, Any]) -> dict[str, Any]:
+        doc["context"] = doc.pop("messages")
+        return doc
+
+    with pytest.raises(UnsupportedSchemaVersion, match="no upcaster"):
+        codec.decode_state(orjson.dumps(old))
+    monkeypatch.setitem(codec.UPCASTERS, SCHEMA_VERSION - 1, upcast)
+    state = codec.decode_state(orjson.dumps(old))
+    assert state.schema_version == SCHEMA_VERSION and len(state.context) == 6

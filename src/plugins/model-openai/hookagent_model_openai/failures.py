@@ -27,6 +27,7 @@ from hookagent.errors import (
 )
 
 RETRY_STATUSES = frozenset({408, 429})  # plus every 5xx
+NO_RETRY_429_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 _CONTEXT_PATTERNS = re.compile(
     r"context_length_exceeded|maximum context length|context length|context window"
     r"|exceeds? the available context|exceed_context_size|too many tokens|prompt is too long",
@@ -102,8 +103,9 @@ def _status_failure(exc: openai.APIStatusError) -> Failure:
     headers = exc.response.headers if exc.response is not None else None
     if status in (401, 403):
         return Failure(ModelAuthError(f"the server refused the credentials: {said}"))
-    if status == 429:
-        return Failure(ModelRateLimited(f"rate limited: {said}"), True, parse_retry_after(headers))
+    if status == 429:  # an exhausted quota will not come back by waiting
+        retry = code not in NO_RETRY_429_CODES
+        return Failure(ModelRateLimited(f"rate limited: {said}"), retry, parse_retry_after(headers))
     if is_context_error(message, code, kind) and status < 500:
         return Failure(ContextLengthExceeded(f"the request does not fit the context: {said}"))
     if status >= 500 or status in RETRY_STATUSES:

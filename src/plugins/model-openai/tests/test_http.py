@@ -389,6 +389,7 @@ ERROR_CASES = {
     "args-array": (tool_calls_reply(tool_call("f", "[1]")), MalformedModelResponse, 1),
     "500x3": (error_reply(500, "boom"), ModelUnavailable, 3),
     "429x3": (error_reply(429), ModelRateLimited, 3),
+    "429-quota": (error_reply(429, "no credit", code="insufficient_quota"), ModelRateLimited, 1),
 }
 
 STREAM_ERROR_CASES = {

@@ -102,6 +102,10 @@ def _strict(kind: type, factory: Any, label: str) -> Any:
     return make
 
 
+def _origin_is(kind: Any) -> Callable[[Any], bool]:
+    return lambda t: bool(get_origin(t) == kind)
+
+
 def make_converter() -> cattrs.Converter:
     """The private converter: strict scalars, tagged blocks, no extra keys in known classes."""
     c = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
@@ -111,14 +115,14 @@ def make_converter() -> cattrs.Converter:
     c.register_structure_hook(float, _structure_float)
     c.register_structure_hook(Any, _structure_json)
     c.register_structure_hook_factory(
-        lambda t: get_origin(t) is list, _strict(list, list_structure_factory, "an array")
+        _origin_is(list), _strict(list, list_structure_factory, "an array")
     )
     c.register_structure_hook_factory(
-        lambda t: get_origin(t) in (tuple,) and ... in get_args(t),
+        lambda t: _origin_is(tuple)(t) and ... in get_args(t),
         _strict(list, homogenous_tuple_structure_factory, "an array"),
     )
     c.register_structure_hook_factory(
-        lambda t: get_origin(t) in (dict,), _strict(dict, mapping_structure_factory, "an object")
+        _origin_is(dict), _strict(dict, mapping_structure_factory, "an object")
     )
     c.register_structure_hook(ContentBlock, _structure_block)
     c.register_structure_hook(OutputBlock, _structure_output)

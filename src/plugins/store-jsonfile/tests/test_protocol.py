@@ -1,0 +1,212 @@
+"""The save protocol on disk: appends stay appends, torn tails recover, corruption fails closed,
+loads read only what is new, stale temp files are swept."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hookagent.errors import CorruptState
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent_store_jsonfile import LocalJsonFileStore, posixio
+from hookagent_store_jsonfile.layout import id_parts, slot_parts
+from hookagent_store_jsonfile.records import RECORD, decode_head_file
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def key_dir(root: Path, user: str = "u", session: str = "s", key: str = "agent_state") -> Path:
+    return root.joinpath(*slot_parts(user, session), *id_parts(key))
+
+
+def the_log(root: Path) -> Path:
+    logs = [p for p in key_dir(root).iterdir() if p.name.endswith(".log")]
+    assert len(logs) == 1, logs
+    return logs[0]
+
+
+async def grow(store: LocalJsonFileStore, n: int, tag: str = "m") -> int:
+    got = await store.get_versioned("u", "s")
+    state = got.state or AgentState("s", "u")
+    state.context.extend(Msg.user(f"{tag}{i}") for i in range(n))
+    return await store.save_if_version("u", "s", state, got.version)
+
+
+async def texts(store: LocalJsonFileStore) -> list[str]:
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None
+    return [m.text for m in got.state.context]
+
+
+async def test_appends_do_not_rewrite_the_history(tmp_path: Path) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 400, "old")
+    log = the_log(tmp_path)
+    ino, prefix = log.stat().st_ino, log.read_bytes()
+    for turn in range(5):
+        await grow(store, 4, f"t{turn}-")
+    assert the_log(tmp_path) == log and log.stat().st_ino == ino  # same file, same generation
+    assert log.read_bytes().startswith(prefix)  # the old bytes were never touched
+    head = decode_head_file((key_dir(tmp_path) / "head").read_bytes(), "t")
+    assert head.count == 420 and head.size == log.stat().st_size and head.version == 6
+    # a changed prefix rewrites into a new generation and removes the old file
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None
+    got.state.context.pop(0)
+    await store.save_if_version("u", "s", got.state, got.version)
+    assert the_log(tmp_path) != log and not log.exists()
+    assert len(await texts(store)) == 419
+
+
+async def test_torn_tail_is_ignored_then_truncated(tmp_path: Path) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    log = the_log(tmp_path)
+    committed = log.read_bytes()
+    # a writer died after writing part of its records and before replacing the head
+    with open(log, "ab") as fh:
+        fh.write(RECORD.pack(50, 123) + b'{"role": "us')
+    for reader in (store, LocalJsonFileStore(tmp_path)):
+        assert await texts(reader) == ["m0", "m1", "m2"]
+    await grow(store, 1, "next")
+    assert log.read_bytes().startswith(committed)
+    assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "next0"]
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+async def test_corruption_inside_committed_bytes_fails_closed(tmp_path: Path, where: str) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 5)
+    log = the_log(tmp_path)
+    data = bytearray(log.read_bytes())
+    offset = {"first": 12, "middle": len(data) // 2, "last": len(data) - 3}[where]
+    data[offset] ^= 0x55
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptState):
+        await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+
+
+async def test_truncated_committed_bytes_and_bad_head_fail_closed(tmp_path: Path) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 5)
+    log = the_log(tmp_path)
+    full = log.read_bytes()
+    for cut in (1, len(full) // 2, len(full) - 1):
+        log.write_bytes(full[:cut])
+        with pytest.raises(CorruptState):
+            await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    log.write_bytes(full)
+    head = key_dir(tmp_path) / "head"
+    good = head.read_bytes()
+    for bad in (b"", good[:-1], good[:20], b"{}", good[:-1] + bytes([good[-1] ^ 1])):
+        head.write_bytes(bad)
+        with pytest.raises(CorruptState):
+            await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    head.write_bytes(good)
+    log.unlink()
+    with pytest.raises(CorruptState):
+        await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+
+
+async def test_loads_read_only_the_new_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = LocalJsonFileStore(tmp_path), LocalJsonFileStore(tmp_path)
+    await grow(writer, 4000, "h")
+    reads: list[int] = []
+    real = posixio.pread_exact
+
+    def counting(fd: int, length: int, offset: int) -> bytes:
+        reads.append(length)
+        return real(fd, length, offset)
+
+    monkeypatch.setattr(posixio, "pread_exact", counting)
+    assert len(await texts(reader)) == 4000  # cold: one read of the whole record file
+    assert len(reads) == 1 and reads[0] == the_log(tmp_path).stat().st_size
+    reads.clear()
+    assert len(await texts(reader)) == 4000  # unchanged: the head only
+    assert reads == []
+    await grow(writer, 4, "new")  # another instance (could be another process) appends
+    reads.clear()
+    got = await texts(reader)
+    assert got[-4:] == ["new0", "new1", "new2", "new3"] and len(got) == 4004
+    assert len(reads) == 1 and reads[0] < 1000  # only the four new records
+    reads.clear()
+    await grow(reader, 4, "own")  # its own append keeps its cache warm
+    assert (await texts(reader))[-1] == "own3" and reads == []
+
+
+async def test_other_keys_share_the_slot_directory(tmp_path: Path) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    await store.save_if_version("u", "s", AgentState("s", "u", "o"), 0, key="observations")
+    slot = tmp_path.joinpath(*slot_parts("u", "s"))
+    assert {p.name for p in slot.iterdir()} == {".lock", "agent_state", "observations"}
+
+
+async def test_stale_temp_files_are_swept(tmp_path: Path) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 2)
+    kdir = key_dir(tmp_path)
+    old, young = kdir / ".tmp.1.dead", kdir / ".tmp.2.live"
+    old.write_bytes(b"partial")
+    young.write_bytes(b"in flight")
+    orphan = kdir / "hdeadbeefdeadbeef.log"  # a rewrite that crashed before its head
+    orphan.write_bytes(b"x")
+    past = time.time() - 3600
+    os.utime(old, (past, past))
+    os.utime(orphan, (past, past))
+    assert await store.sweep(older_than=600) == 2
+    assert not old.exists() and not orphan.exists() and young.exists()
+    os.utime(young, (past, past))
+    await LocalJsonFileStore(tmp_path, sweep_after=600).get_versioned("u", "s")  # on open
+    assert not young.exists()
+    assert await texts(store) == ["m0", "m1"]
+
+
+async def test_listing_reads_no_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    for i in range(5):
+        await store.save_if_version("u", f"s{i}", AgentState(f"s{i}", "u"), 0)
+
+    def forbidden(*args: object) -> bytes:
+        raise AssertionError("listing read a file")
+
+    monkeypatch.setattr(posixio, "read_file", forbidden)
+    monkeypatch.setattr(posixio, "pread_exact", forbidden)
+    page = await store.list_session_ids("u", limit=2)
+    assert page.session_ids == ("s0", "s1") and page.next_cursor == "s1"
+    page = await store.list_session_ids("u", limit=2, cursor="s3")
+    assert page.session_ids == ("s4",) and page.next_cursor is None
+
+
+async def test_a_crashed_first_save_is_not_listed(tmp_path: Path) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    slot = tmp_path.joinpath(*slot_parts("u", "ghost"), "agent_state")
+    slot.mkdir(parents=True)  # directories created, head never committed
+    assert (await store.list_session_ids("u")).session_ids == ()
+    assert not await store.exists("u", "ghost")
+    assert await store.save_if_version("u", "ghost", AgentState("ghost", "u"), 0) == 1
+    assert (await store.list_session_ids("u")).session_ids == ("ghost",)
+
+
+async def test_multi_writer_refused_on_network_filesystems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookagent.errors import StoreConfigurationError
+    from hookagent_store_jsonfile import localcore
+
+    monkeypatch.setattr(localcore, "is_network", lambda path: True)
+    monkeypatch.setattr(localcore, "fs_type", lambda path: "nfs4")
+    with pytest.raises(StoreConfigurationError, match="nfs4"):
+        await LocalJsonFileStore(tmp_path / "a").get_versioned("u", "s")
+    single = LocalJsonFileStore(tmp_path / "b", writers="single")
+    assert await single.save_if_version("u", "s", AgentState("s", "u"), 0) == 1

@@ -229,6 +229,7 @@ def drop() -> Reply:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms stalls
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench_texts import TOOL_NAME, call_id, final_text, parse_n, tool_text
+from bench_texts import TOOL_NAME, call_id, final_text, parse_n, tool_text, user_text
 from hookagent import (
     AgentConfig,
     InMemoryAgentStateStore,
@@ -52,7 +52,28 @@ def open_store_spec(store: str) -> Any:
     return InMemoryAgentStateStore() if store == "memory" else store
 
 
-def make_config(store: str | Any, *, agent_id: str = "bench", **options: Any) -> AgentConfig:
+def store_plugins() -> list[Any]:
+    """The installed store plugins (entry points named ``store-*``), and nothing else.
+
+    Other installed plugins (example tools with an audit middleware, model providers) would
+    add their own hooks to every call; the workload measures the kernel and the store only.
+    """
+    import importlib.metadata as md
+    import sys
+
+    out = []
+    for ep in md.entry_points(group="hookagent"):
+        if ep.name.startswith("store-"):
+            try:
+                out.append(ep.load())
+            except Exception as exc:  # a half-installed plugin must not stop the others
+                print(f"bench: store plugin {ep.name} failed to load: {exc!r}", file=sys.stderr)
+    return out
+
+
+def make_config(
+    store: str | Any, *, agent_id: str = "bench", plugins: list[Any] | None = None, **options: Any
+) -> AgentConfig:
     """One shared configuration (configure once; the benchmark builds an agent per call)."""
     spec = open_store_spec(store) if isinstance(store, str) else store
     return AgentConfig(
@@ -62,15 +83,14 @@ def make_config(store: str | Any, *, agent_id: str = "bench", **options: Any) ->
         tools=[lookup],
         state_store=spec,
         system_prompt=SYSTEM_PROMPT,
-        autoload_plugins=not (isinstance(store, str) and store == "memory"),
+        plugins=[] if store == "memory" else (store_plugins() if plugins is None else plugins),
+        autoload_plugins=False,
         **options,
     )
 
 
 async def one_call(config: AgentConfig, user_id: str, session_id: str, n: int) -> Msg:
     """Build an agent, make call *n* on the slot, close the agent (what a web request does)."""
-    from bench_texts import user_text
-
     async with config.build() as agent:
         return await agent.call(
             user_text(n), RuntimeContext(user_id=user_id, session_id=session_id)

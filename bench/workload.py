@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_agent import make_config, one_call  # noqa: E402
+from bench_agent import make_config, one_call, store_plugins  # noqa: E402
 from bench_stores import probe_for  # noqa: E402
 from bench_texts import W1_SESSION, W1_USER, final_text, tool_text, user_text  # noqa: E402
 
@@ -86,13 +86,16 @@ async def run_w1(store: str, calls: int, budget_s: float) -> tuple[dict[str, Any
     config = make_config(store)
     kernel_store = await config.kernel.store()
     times: list[float] = []
+    cpus: list[float] = []
     cut = False
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     for i in range(1, calls + 1):
+        c = time.process_time()
         s = time.perf_counter()
         await one_call(config, W1_USER, W1_SESSION, i)
         times.append(time.perf_counter() - s)
+        cpus.append(time.process_time() - c)
         if time.perf_counter() - t0 > budget_s and i < calls:
             cut = True
             break
@@ -112,6 +115,7 @@ async def run_w1(store: str, calls: int, budget_s: float) -> tuple[dict[str, Any
         "client_cpu_s": round(cpu, 3),
         "mean_ms": round(total / len(times) * 1000, 3),
         **windows(times),
+        "cpu": windows(cpus),
         "history_len": hist,
         "history_expected": 4 * len(times),
         "stored": stored,
@@ -170,19 +174,37 @@ async def run_w2(store: str, sessions: int, per_session: int, inflight: int) -> 
     }
 
 
-async def w3_child(store: str, n: int) -> dict[str, Any]:
+async def w3_child(store: str, n: int, profile: str | None = None) -> dict[str, Any]:
     """In a fresh process: configure, open the store, load the W1 session, make call n."""
     s = time.perf_counter()
-    config = make_config(store)
+    plugins = store_plugins()  # importing the store plugin (and its driver) is import time
+    t_plugins = time.perf_counter() - s
+    s = time.perf_counter()
+    config = make_config(store, plugins=plugins)
     kernel_store = await config.kernel.store()
     t_open = time.perf_counter() - s
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
     s = time.perf_counter()
     await one_call(config, W1_USER, W1_SESSION, n)
     t_call = time.perf_counter() - s
+    if prof is not None and profile:
+        import pstats
+
+        prof.disable()
+        with open(profile, "w") as fh:
+            fh.write(f"W3 cold call on {store}: {t_call * 1000:.1f} ms under cProfile\n")
+            for key in ("tottime", "cumulative"):
+                pstats.Stats(prof, stream=fh).strip_dirs().sort_stats(key).print_stats(25)
     got = await kernel_store.get_versioned(W1_USER, W1_SESSION)
     await config.aclose()
     return {
-        "import_s": round(_T_IMPORTED - _T_PROC0, 3),
+        "import_s": round(_T_IMPORTED - _T_PROC0 + t_plugins, 3),
+        "plugin_import_s": round(t_plugins, 3),
         "open_ms": round(t_open * 1000, 3),
         "load_and_call_ms": round(t_call * 1000, 3),
         "history_len_after": len(got.state.context) if got.state else 0,
@@ -243,6 +265,22 @@ async def build_cost(store: str, iters: int) -> dict[str, Any]:
     return out
 
 
+def git_state() -> str:
+    """The commit measured, and whether the kernel/plugins had uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(HERE.parent), "status", "--porcelain", "--", "src"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return head + (" + uncommitted changes under src/" if dirty else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--store", default="memory", help="memory, or a store URL")
@@ -259,10 +297,11 @@ def main() -> None:
     ap.add_argument("--label", help="name of the result (default: the store's scheme)")
     ap.add_argument("--w3-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--profile", help="with --w3-child: write a cProfile of the cold call here")
     a = ap.parse_args()
 
     if a.w3_child:
-        print(json.dumps(asyncio.run(w3_child(a.store, a.n))))
+        print(json.dumps(asyncio.run(w3_child(a.store, a.n, a.profile))))
         return
 
     skip = set(filter(None, a.skip.split(",")))
@@ -274,6 +313,7 @@ def main() -> None:
         "machine": f"{platform.node()} {os.cpu_count()} cpu",
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "loadavg_start": os.getloadavg(),
+        "git": git_state(),
     }
     RESULTS.mkdir(exist_ok=True)
     if "build" not in skip:

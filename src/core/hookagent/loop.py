@@ -164,7 +164,6 @@ class Turn:
                 raise ModelError(
                     f"model {_name(model)} failed: {type(exc).__name__}: {exc}"
                 ) from exc
-        control.check()
         if not isinstance(response, ModelResponse) or not isinstance(response.message, Msg):
             raise ModelError(
                 f"model {_name(model)} returned {type(response).__name__}, not a ModelResponse"
@@ -177,6 +176,7 @@ class Turn:
             tool_calls=len(response.message.tool_uses),
             stop_reason=response.stop_reason,
         )
+        control.check()  # after the model call: an interrupt now drops this response
         return response
 
     async def act(self, state: AgentState, uses: Sequence[ToolUseBlock]) -> None:

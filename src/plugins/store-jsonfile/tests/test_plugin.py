@@ -1,0 +1,124 @@
+"""The plugin's hooks, URL forms and options, and an agent continuing a conversation on disk."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hookagent import AgentConfig, RuntimeContext
+from hookagent.errors import InvalidIdentifier, StoreConfigurationError
+from hookagent.plugins import create_plugin_manager
+from hookagent.registry import collect
+from hookagent.testing.scripted import ScriptedModel
+from hookagent_store_jsonfile import FsspecJsonFileStore, LocalJsonFileStore, open_store, plugin
+from hookagent_store_jsonfile.layout import id_parts
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def test_default_store_under_state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pm = create_plugin_manager([plugin], autoload=False)
+    monkeypatch.setenv("HOOKAGENT_STATE_HOME", str(tmp_path / "home"))
+    store = pm.hook.hookagent_default_state_store(agent_id="support bot/../v2")
+    assert isinstance(store, LocalJsonFileStore)
+    assert store.root == tmp_path / "home" / id_parts("support bot/../v2")[0]
+    assert not (tmp_path / "home").exists()  # nothing is created before first use
+    monkeypatch.delenv("HOOKAGENT_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    store = pm.hook.hookagent_default_state_store(agent_id="a")
+    assert store.root == tmp_path / "user" / ".hookagent" / "state" / "a"
+    with pytest.raises(InvalidIdentifier):
+        pm.hook.hookagent_default_state_store(agent_id="bad\x00id")
+
+
+def test_registered_schemes_and_url_forms(tmp_path: Path) -> None:
+    pm = create_plugin_manager([plugin], autoload=False)
+    factories = {
+        name: f for name, (f, _) in collect(pm, "hookagent_register_state_stores", "scheme").items()
+    }
+    assert {"file", "jsonfile", "memory", "s3", "gs", "gcs"} <= set(factories)
+    local = factories["file"](f"file://{tmp_path}/a%20b")
+    assert isinstance(local, LocalJsonFileStore) and local.root == tmp_path / "a b"
+    assert (
+        factories["file"](str(tmp_path / "plain")).root == tmp_path / "plain"
+    )  # kernel: no scheme
+    assert open_store(f"jsonfile://{tmp_path}/j?sweep_after=5&cache_slots=3").root == tmp_path / "j"
+    assert open_store("jsonfile://~/x").root == Path("~/x").expanduser()
+    single = open_store(f"file://{tmp_path}/s", writers="single")
+    assert isinstance(single, LocalJsonFileStore) and single.writers == "single"
+    mem = factories["memory"]("memory://plugin-test")
+    assert isinstance(mem, FsspecJsonFileStore)
+    for bad in (
+        "file://otherhost/x",
+        "file://relative",
+        f"file://{tmp_path}?nope=1",
+        f"file://{tmp_path}?cache_slots=many",
+        f"file://{tmp_path}?writers=all",
+        "jsonfile://",
+        "",
+    ):
+        with pytest.raises(StoreConfigurationError):
+            open_store(bad)
+    with pytest.raises(StoreConfigurationError, match="single"):
+        open_store("memory://plugin-test?writers=multi")
+    if importlib.util.find_spec("s3fs") is None:
+        with pytest.raises(StoreConfigurationError, match="s3"):
+            factories["s3"]("s3://bucket/prefix")
+
+
+async def test_fsspec_rewrites_after_many_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookagent.messages import Msg
+    from hookagent.state import AgentState
+    from hookagent_store_jsonfile import remote
+
+    monkeypatch.setattr(remote, "MAX_SEGMENTS", 3)
+    store = FsspecJsonFileStore("memory://segments-test")
+    try:
+        version = 0
+        for turn in range(7):
+            got = await store.get_versioned("u", "s")
+            state = got.state or AgentState("s", "u")
+            state.context.append(Msg.user(f"t{turn}"))
+            version = await store.save_if_version("u", "s", state, got.version)
+        fresh = FsspecJsonFileStore("memory://segments-test")
+        got = await fresh.get_versioned("u", "s")
+        assert got.version == version == 7
+        assert [m.text for m in got.state.context] == [f"t{i}" for i in range(7)]  # type: ignore[union-attr]
+        gens = [p for p in store.fs.ls(f"{store.root}/u/s/agent_state", detail=False) if "/g" in p]
+        assert len(gens) == 1  # superseded generations are removed
+    finally:
+        store.fs.rm(store.root, recursive=True)
+
+
+async def test_agent_continues_a_conversation_from_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKAGENT_STATE_HOME", str(tmp_path))
+    ctx = RuntimeContext(user_id="alice", session_id="chat/1")
+
+    def config(model: ScriptedModel) -> AgentConfig:
+        # no state_store: the plugin's default store (under HOOKAGENT_STATE_HOME) is used
+        return AgentConfig(name="e2e", model=model, plugins=[plugin], autoload_plugins=False)
+
+    first = config(ScriptedModel(["hello alice"]))
+    async with first.build() as agent:
+        await agent.call("hi, I am alice", ctx)
+    await first.aclose()
+    second_model = ScriptedModel(["you are alice"])
+    second = config(second_model)
+    async with second.build() as agent:
+        await agent.call("who am I?", RuntimeContext(user_id="alice", session_id="chat/1"))
+    await second.aclose()
+    seen = [m.text for m in second_model.requests[0].messages]
+    assert "hi, I am alice" in seen and "hello alice" in seen
+    store = LocalJsonFileStore(tmp_path / "e2e")
+    got = await store.get_versioned("alice", "chat/1")
+    assert got.version == 2 and got.state is not None
+    assert [m.text for m in got.state.context][-2:] == ["who am I?", "you are alice"]
+    assert (await store.list_session_ids("alice")).session_ids == ("chat/1",)

@@ -68,11 +68,9 @@ class Queries:
         # one statement = one snapshot on every dialect: the head and its tail agree
         self.load = union_all(head, tail).order_by(literal_column("seq"))
         self.exists = select(literal(1)).where(s.c.user_id == u, s.c.slot_hash == h)
-        self.lock_slot: Select[Any] = select(s.c.version, s.c.generation, s.c.message_count).where(
+        self.slot_row = select(s.c.version, s.c.generation, s.c.message_count).where(
             s.c.user_id == u, s.c.slot_hash == h
         )
-        if backend != "sqlite":  # SQLite writers already hold the database lock
-            self.lock_slot = self.lock_slot.with_for_update()
         self.version_of = select(s.c.version).where(s.c.user_id == u, s.c.slot_hash == h)
         self.insert_messages = insert(m)
         self.delete_from = delete(m).where(

@@ -75,19 +75,21 @@ class SavePlan:
             )
             if done is not None:
                 return done
-        row = (await conn.execute(q.lock_slot, self._params())).first()
-        if row is None:
-            if self.expected is UNCONDITIONAL:
-                return await self._create(conn, q, now)
-            raise VersionConflict(self.u, self.s, self.k, self.expected, 0)  # type: ignore[arg-type]
-        if self.expected is not UNCONDITIONAL and row.version != self.expected:
-            raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)  # type: ignore[arg-type]
-        done = await self._update(
-            conn, q, now, row.version, row.generation, row.message_count, strict=False
-        )
-        if done is None:
-            raise RetryTransaction  # the row changed under a lock we hold: start over
-        return done
+        for _ in range(5):
+            # optimistic: read the row, then an UPDATE that proves it did not change
+            row = (await conn.execute(q.slot_row, self._params())).first()
+            if row is None:
+                if self.expected is UNCONDITIONAL:
+                    return await self._create(conn, q, now)
+                raise VersionConflict(self.u, self.s, self.k, self.expected, 0)  # type: ignore[arg-type]
+            if self.expected is not UNCONDITIONAL and row.version != self.expected:
+                raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)  # type: ignore[arg-type]
+            done = await self._update(
+                conn, q, now, row.version, row.generation, row.message_count, strict=True
+            )
+            if done is not None:
+                return done
+        raise RetryTransaction  # the row kept changing between our read and our update
 
     async def _create(self, conn: AsyncConnection, q: Queries, now: Any) -> tuple[int, int]:
         rows = self._encode(0)

@@ -60,7 +60,10 @@ def test_demo_tells_the_interrupted_then_resumed_story(hk, state_home: Path) -> 
 
 
 def test_demo_without_a_persistent_default_store_says_so(hk, cli_env) -> None:
-    env = {**cli_env, "HOOKAGENT_BLOCKED_PLUGINS": cli_env["HOOKAGENT_BLOCKED_PLUGINS"] + ",store-jsonfile"}
+    env = {
+        **cli_env,
+        "HOOKAGENT_BLOCKED_PLUGINS": cli_env["HOOKAGENT_BLOCKED_PLUGINS"] + ",store-jsonfile",
+    }
     proc = hk("demo", env=env)
     assert proc.returncode == 1
     lines = [line for line in proc.stderr.splitlines() if line.startswith("hookagent: error:")]

@@ -44,7 +44,9 @@ def test_sessions_list_show_export_import_clear_delete(hk, tmp_path: Path) -> No
     page2 = hk("sessions", "list", *ANN, "--limit", "2", "--cursor", cursor)
     ids2 = page2.stdout.split()
     assert sorted(ids1 + ids2) == ["a", "b", "c"] and "next cursor" not in page2.stderr
-    every = json.loads(hk("sessions", "list", *ANN, "--all", "--limit", "1", "--long", "--json").stdout)
+    every = json.loads(
+        hk("sessions", "list", *ANN, "--all", "--limit", "1", "--long", "--json").stdout
+    )
     assert sorted(s["session_id"] for s in every["sessions"]) == ["a", "b", "c"]
     assert all(s["messages"] == 2 and s["version"] == 1 for s in every["sessions"])
     assert hk("sessions", "list", "--user", "bob").stdout.split() == ["z"]  # users are apart
@@ -65,7 +67,9 @@ def test_sessions_list_show_export_import_clear_delete(hk, tmp_path: Path) -> No
     assert again.stderr.strip().startswith("hookagent: error: SessionExists: session 'a' of user")
     copy = hk("sessions", "import", str(dump), "--user", "carl", "--session", "copy")
     assert copy.returncode == 0, copy.stderr
-    copied = AgentState.from_json(hk("sessions", "export", "--user", "carl", "--session", "copy").stdout)
+    copied = AgentState.from_json(
+        hk("sessions", "export", "--user", "carl", "--session", "copy").stdout
+    )
     assert (copied.user_id, copied.session_id) == ("carl", "copy")
     assert copied.context == original.context
     assert hk("sessions", "import", str(dump), "--force").returncode == 0

@@ -1,0 +1,121 @@
+"""``hookagent plugins`` (including a plugin that cannot load) and the one-line error rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def broken_distribution(root: Path) -> Path:
+    """A throwaway installed distribution (dist-info on PYTHONPATH) whose plugin raises."""
+    root.mkdir()
+    (root / "hookagent_broken_demo.py").write_text(
+        "raise RuntimeError('this plugin is broken on purpose')\n"
+    )
+    info = root / "hookagent_broken_demo-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: hookagent-broken-demo\nVersion: 0.0.1\n"
+    )
+    (info / "entry_points.txt").write_text("[hookagent]\nbroken-demo = hookagent_broken_demo\n")
+    return root
+
+
+@pytest.fixture
+def env_with_broken(cli_env, tmp_path: Path) -> dict[str, str]:
+    site = broken_distribution(tmp_path / "site")
+    path = [str(site), *filter(None, [cli_env.get("PYTHONPATH")])]
+    return {**cli_env, "PYTHONPATH": ":".join(path), "HOOKAGENT_BLOCKED_PLUGINS": ""}
+
+
+def test_plugins_lists_hooks_and_reports_the_broken_one(hk, env_with_broken) -> None:
+    proc = hk("plugins", env=env_with_broken)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "cli                hookagent-cli 0.1.0" in out
+    assert "hooks: hookagent_add_hookspecs, hookagent_register_cli_commands" in out
+    assert "model-demo         hookagent-model-demo 0.1.0" in out
+    assert "hooks: hookagent_default_state_store, hookagent_register_state_stores" in out
+    assert (
+        "FAILED: broken-demo (hookagent-broken-demo 0.0.1, hookagent_broken_demo): "
+        "RuntimeError: this plugin is broken on purpose"
+    ) in out
+    assert "models: demo, openai" in out
+    assert "cli commands: chat, demo, plugins, run, sessions" in out
+
+    data = json.loads(hk("plugins", "--json", env=env_with_broken).stdout)
+    failed = {p["name"]: p for p in data["not_loaded"]}
+    assert failed["broken-demo"]["reason"] == "RuntimeError: this plugin is broken on purpose"
+    assert failed["broken-demo"]["distribution"] == "hookagent-broken-demo"
+    loaded = {p["name"]: p for p in data["loaded"]}
+    assert "hookagent_register_models" in loaded["model-demo"]["hooks"]
+    assert "file" in data["registered"]["store schemes"]
+
+    # the broken plugin does not stop the other commands either
+    run = hk("run", "--user", "u", "-q", "hello", env=env_with_broken)
+    assert run.returncode == 0 and run.stdout.startswith("[demo model] You said")
+
+
+def test_blocked_plugins_are_listed_as_blocked(hk, cli_env) -> None:
+    data = json.loads(hk("plugins", "--json").stdout)
+    blocked = {p["name"] for p in data["not_loaded"] if p["status"] == "blocked"}
+    assert {"model-openai", "store-sql", "store-redis"} <= blocked
+
+
+ERRORS = [
+    (
+        ["run", "--store", "nope://x", "hi"],
+        1,
+        "StoreConfigurationError: no store plugin serves 'nope' URLs",
+    ),
+    (["run", "--model", "nosuch", "hi"], 1, "ModelError: no model provider named 'nosuch'"),
+    (["run", "--session", "", "hi"], 1, "InvalidIdentifier: session_id must not be empty"),
+    (
+        ["run", "--user", "u" * 300, "hi"],
+        1,
+        "InvalidIdentifier: user_id is 300 characters, over 256",
+    ),
+    (
+        ["sessions", "show", "--agent-id", "", "--user", "u"],
+        1,
+        "InvalidIdentifier: agent_id must not be empty",
+    ),
+    (["run", "--model-option", "delay=-1", "hi"], 1, "ModelError: model 'demo': delay must be"),
+    (["run", "--model-option", "novalue", "hi"], 1, "ValueError: --model-option expects KEY=VALUE"),
+    (["sessions", "list", "--limit", "0"], 1, "ValueError: --limit must be between 1 and 10000"),
+    (["run"], 2, "usage: the following arguments are required: message"),
+    (["bogus"], 2, "usage: argument COMMAND: invalid choice: 'bogus'"),
+    (["sessions", "list", "--limit", "x"], 2, "usage: argument --limit: invalid int value"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"), ERRORS, ids=[" ".join(a)[:40] for a, _, _ in ERRORS]
+)
+def test_errors_are_one_line_with_an_exit_code(hk, args, code, message) -> None:
+    proc = hk(*args)
+    assert proc.returncode == code
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("hookagent: error: " + message), lines[0]
+
+
+def test_traceback_on_request(hk) -> None:
+    proc = hk("run", "--model", "nosuch", "--traceback", "hi")
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1].startswith("hookagent: error: ModelError:")
+
+
+def test_unreachable_store_is_one_line(hk, cli_env) -> None:
+    env = {
+        **cli_env,
+        "HOOKAGENT_BLOCKED_PLUGINS": "model-openai,store-sql,example-tools,example-store",
+    }
+    proc = hk("sessions", "list", "--store", "redis://127.0.0.1:1/0", env=env, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("hookagent: error: StoreUnavailable:"), proc.stderr
+    assert proc.stderr.count("\n") == 1

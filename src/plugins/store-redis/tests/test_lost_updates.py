@@ -49,10 +49,11 @@ async def test_cas_cluster_no_lost_update(
 async def test_naive_read_modify_write_loses_updates(
     standalone_store: RedisAgentStateStore, run_workers: Any
 ) -> None:
-    results = run_workers("naive", STANDALONE, standalone_store.prefix, 8, 250)
+    results = run_workers("naive", STANDALONE, standalone_store.prefix, 8, 100)
     acked = [tok for r in results for tok in r["acked"]]
     raw = await standalone_store.client.get(f"{standalone_store.prefix}:naive")
     final = json.loads(raw)
     lost = len(set(acked) - set(final))
-    assert len(acked) == 2000
+    print(f"\nnaive read-modify-write: {lost} of {len(acked)} acknowledged updates lost")
+    assert len(acked) == 800
     assert lost > 0, "the negative control should lose updates"

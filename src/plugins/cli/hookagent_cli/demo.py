@@ -13,6 +13,7 @@ import secrets
 import shlex
 import subprocess
 import sys
+import textwrap
 import time
 from typing import Any
 
@@ -161,7 +162,9 @@ def _resume_elsewhere(args: argparse.Namespace, user: str, session: str, where: 
     import json
 
     result = json.loads(proc.stdout)
-    _say(f"   agent> {result['reply']}")
+    _say(
+        textwrap.fill(result["reply"], 100, initial_indent="   agent> ", subsequent_indent=" " * 10)
+    )
     _say(
         f"   ✓ another process (took {time.monotonic() - started:.1f}s) loaded the saved "
         f"history and continued it: now {result['messages']} messages, version {result['version']}"

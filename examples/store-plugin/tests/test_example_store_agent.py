@@ -25,7 +25,7 @@ async def test_a_second_agent_continues_the_conversation(tmp_path, scripted_mode
     first = AgentConfig(name="travel", model=scripted_model, state_store=url, autoload_plugins=True)
     async with first.build() as agent:
         assert (await agent.call("Weather in Lisbon?", ctx)).text == "Lisbon is sunny."
-    assert isinstance(first.kernel._store, ExampleSQLiteStore)
+    assert isinstance(await first.kernel.store(), ExampleSQLiteStore)
     await first.aclose()  # the configuration opened the store, so it closes it
 
     # a fresh configuration (another process, a restart): a new store instance on the file

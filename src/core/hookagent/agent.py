@@ -8,6 +8,7 @@ no session: each call reads and writes the slot named by its ``RuntimeContext``.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -29,6 +30,7 @@ from .store.base import AgentStateStore, ConflictPolicy
 from .store.ids import check_id
 
 MsgInput = str | Msg | Sequence[Msg | str]
+_events_log = logging.getLogger("hookagent.events")
 
 
 def _ids(value: str | None) -> str | None:
@@ -271,17 +273,15 @@ class Agent:
                 attrs.evolve(event, data={**data, "child": True, "agent_id": self.agent_id})
             )
             parent = getattr(parent, "_parent", None)
-        try:
-            results = self.kernel.pm.hook.hookagent_on_run_event(event=event)
-            for result in results:
+        # each observer is called on its own, so that one failing never hides the event from
+        # the others (pluggy would stop at the first exception)
+        for observe in self.kernel.event_observers:
+            try:
+                result = observe(event)
                 if inspect.isawaitable(result):
                     await result
-        except Exception:
-            import logging
-
-            logging.getLogger("hookagent.events").exception(
-                "a hookagent_on_run_event plugin failed"
-            )
+            except Exception:
+                _events_log.exception("a hookagent_on_run_event plugin failed")
 
     # ------------------------------------------------------------------ admin operations
     def _slot(self, user_or_ctx: str | RuntimeContext, session_id: str | None) -> tuple[str, str]:

@@ -77,6 +77,9 @@ class Kernel:
             if not callable(m):
                 raise HookContractError(f"hookagent_wrap_tool_call returned {m!r}, not a callable")
         self.model: Model | None = self._resolve_model()
+        self.event_observers: list[Callable[[Any], Any]] = [
+            _bind(impl) for impl in self.pm.hook.hookagent_on_run_event.get_hookimpls()[::-1]
+        ]
         self.gate: SessionGate = config.session_gate or LocalSessionGate()
         self.registry = config.run_registry or AgentRunRegistry()
         self._store: AgentStateStore | None = None
@@ -233,6 +236,13 @@ class Kernel:
             if self._portal is not None:
                 self._portal.call(self._portal.stop)
                 self._portal = None
+
+
+def _bind(impl: Any) -> Callable[[Any], Any]:
+    """A direct caller of one hook implementation (it takes ``event`` or nothing)."""
+    if "event" in impl.argnames:
+        return impl.function  # type: ignore[no-any-return]
+    return lambda event: impl.function()
 
 
 def _in_event_loop() -> bool:

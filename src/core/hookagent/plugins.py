@@ -65,6 +65,8 @@ class HookagentPluginManager(pluggy.PluginManager):
         super().__init__(hookspecs.PROJECT)
         self.add_hookspecs(hookspecs)
         self.plugin_infos: list[PluginInfo] = []
+        # historic: every plugin registered from now on may add its own hook specs
+        self.hook.hookagent_add_hookspecs.call_historic(kwargs={"pluginmanager": self})
 
     @property
     def failed(self) -> list[PluginInfo]:

@@ -430,7 +430,9 @@ async def test_clear_context_keeps_other_sections() -> None:
         assert not await agent.clear_context("u", "unknown")
         assert not await (await agent.kernel.store()).exists("u", "unknown")
         await agent.call("fresh start", RuntimeContext(user_id="u", session_id="s"))
-        assert next(m.text for m in (await agent.get_agent_state("u", "s")).context) == "fresh start"
+        assert (
+            next(m.text for m in (await agent.get_agent_state("u", "s")).context) == "fresh start"
+        )
 
 
 async def test_admin_waits_for_the_running_call_and_does_not_cancel_it() -> None:

@@ -1,0 +1,347 @@
+"""One ``test_hook_<name>`` per hook: each hook is emitted where and how its spec says."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import anyio
+import pluggy
+import pytest
+from hookagent import (
+    AgentConfig,
+    AgentState,
+    HookContractError,
+    InMemoryAgentStateStore,
+    ModelRequest,
+    Msg,
+    RunEvent,
+    RuntimeContext,
+    ToolCall,
+    ToolResultBlock,
+    hookimpl,
+    hookspec,
+)
+from hookagent import hookspecs as specs
+from hookagent.testing import HookRecorder, ScriptedModel, tool_call
+from hookagent.tools import error_result
+
+pytestmark = pytest.mark.anyio
+
+
+async def lookup(key: int) -> str:
+    """Look a key up."""
+    return f"v{key}"
+
+
+def config(*plugins: object, **kw: Any) -> AgentConfig:
+    kw.setdefault("model", ScriptedModel([tool_call("lookup", key=1), "done"]))
+    kw.setdefault("state_store", InMemoryAgentStateStore())
+    kw.setdefault("tools", [lookup])
+    return AgentConfig(plugins=list(plugins), autoload_plugins=False, **kw)
+
+
+async def call(cfg: AgentConfig, text: str = "hi") -> Msg:
+    return await cfg.build().call(text, RuntimeContext(user_id="u", session_id="s"))
+
+
+class ExtraSpecs:
+    @staticmethod
+    @hookspec
+    def hookagent_extra_thing(value: int) -> Any:
+        """A plugin's own hook."""
+
+
+async def test_hook_hookagent_add_hookspecs() -> None:
+    class Adds:
+        @hookimpl
+        def hookagent_add_hookspecs(self, pluginmanager: pluggy.PluginManager) -> None:
+            pluginmanager.add_hookspecs(ExtraSpecs)
+
+    class Implements:
+        @hookimpl
+        def hookagent_extra_thing(self, value: int) -> int:
+            return value * 2
+
+    cfg = config(Adds(), Implements())
+    assert cfg.kernel.pm.hook.hookagent_extra_thing(value=21) == [42]
+
+
+async def test_hook_hookagent_register_tools() -> None:
+    class Tools:
+        @hookimpl
+        def hookagent_register_tools(self, register: Any) -> None:
+            register(lookup, name="plugin_lookup", description="Plugin lookup.", group="g")
+
+    cfg = config(Tools(), tool_groups=["g"])
+    tool = cfg.kernel.tools["plugin_lookup"]
+    assert (tool.description, tool.group) == ("Plugin lookup.", "g")
+    assert tool.parameters["properties"] == {"key": {"type": "integer"}}
+
+    class Bad:
+        @hookimpl
+        def hookagent_register_tools(self, register: Any) -> None:
+            register(lambda *a: None, name="bad")
+
+    with pytest.raises(Exception, match=r"\*args"):
+        config(Bad()).build()
+
+
+async def test_hook_hookagent_register_models() -> None:
+    made: list[dict[str, Any]] = []
+
+    class Models:
+        @hookimpl
+        def hookagent_register_models(self, register: Any) -> None:
+            register("scripted", lambda **opts: made.append(opts) or ScriptedModel(["from plugin"]))
+
+    cfg = config(Models(), model="scripted", model_options={"temperature": 0})
+    assert (await call(cfg)).text == "from plugin" and made == [{"temperature": 0}]
+    with pytest.raises(Exception, match="no model provider named 'other'; registered: scripted"):
+        config(Models(), model="other").build()
+
+    class NotCallable:
+        @hookimpl
+        def hookagent_register_models(self, register: Any) -> None:
+            register("x", "not a factory")
+
+    with pytest.raises(HookContractError, match="expected a callable factory"):
+        config(NotCallable(), model="x").build()
+
+
+async def test_hook_hookagent_register_state_stores() -> None:
+    stores: list[str] = []
+
+    class Stores:
+        @hookimpl
+        def hookagent_register_state_stores(self, register: Any) -> None:
+            async def open_store(url: str, **options: Any) -> InMemoryAgentStateStore:
+                stores.append(url)
+                return InMemoryAgentStateStore()
+
+            register("async-mem", open_store)
+
+    cfg = config(Stores(), state_store="async-mem://x", model=ScriptedModel(default="done"))
+    await call(cfg)
+    await call(cfg)
+    assert stores == ["async-mem://x"]
+
+    class Twice:
+        @hookimpl
+        def hookagent_register_state_stores(self, register: Any) -> None:
+            register("async-mem", lambda url: InMemoryAgentStateStore())
+
+    with pytest.raises(HookContractError, match="registered twice"):
+        config(Stores(), Twice(), state_store="async-mem://x").build()
+
+
+async def test_hook_hookagent_default_state_store() -> None:
+    default = InMemoryAgentStateStore()
+
+    class First:
+        @hookimpl
+        def hookagent_default_state_store(self, agent_id: str) -> Any:
+            return default
+
+    class Second:
+        @hookimpl(trylast=True)
+        def hookagent_default_state_store(self, agent_id: str) -> Any:
+            raise AssertionError("not reached: the first non-None result wins")
+
+    cfg = AgentConfig(plugins=[Second(), First()], autoload_plugins=False)
+    assert await cfg.build().kernel.store() is default
+
+
+async def test_hook_hookagent_state_loaded() -> None:
+    seen: list[tuple[str, int]] = []
+
+    class Loaded:
+        @hookimpl
+        async def hookagent_state_loaded(self, state: AgentState, ctx: RuntimeContext) -> None:
+            await anyio.sleep(0)
+            assert ctx.agent_state is state
+            seen.append((state.session_id, len(state.context)))
+            state.summary = "set by a plugin"
+
+    cfg = config(Loaded())
+    await call(cfg)
+    assert seen == [("s", 0)]
+    assert (await cfg.build().get_agent_state("u", "s")).summary == "set by a plugin"
+
+    class Refuses:
+        @hookimpl
+        def hookagent_state_loaded(self, state: AgentState) -> None:
+            raise PermissionError("validation refused the state")
+
+    with pytest.raises(PermissionError):
+        await call(config(Refuses()))
+
+
+async def test_hook_hookagent_before_persist() -> None:
+    outcomes: list[str] = []
+
+    class Before:
+        @hookimpl
+        def hookagent_before_persist(self, state: AgentState, outcome: str) -> None:
+            outcomes.append(outcome)
+            state.extensions["audit"] = {"outcome": outcome}
+
+    cfg = config(Before())
+    await call(cfg)
+    agent = cfg.build()
+    await agent.clear_context("u", "s")
+    assert outcomes == ["success", "admin"]
+    assert (await agent.get_agent_state("u", "s")).extensions["audit"] == {"outcome": "admin"}
+
+
+async def test_hook_hookagent_after_persist() -> None:
+    versions: list[int] = []
+
+    class After:
+        @hookimpl
+        async def hookagent_after_persist(
+            self, state: AgentState, ctx: RuntimeContext, version: int
+        ) -> None:
+            versions.append(version)
+
+    cfg = config(After(), model=ScriptedModel(["a", "b"]))
+    await call(cfg)
+    await call(cfg)
+    assert versions == [1, 2]
+
+
+async def test_hook_hookagent_build_model_request() -> None:
+    order: list[str] = []
+
+    class AddsView:
+        @hookimpl
+        async def hookagent_build_model_request(
+            self, request: ModelRequest, ctx: RuntimeContext
+        ) -> None:
+            order.append("async")
+            request.messages.insert(0, Msg.system("TASK_STATE: nothing pending"))
+
+    class SetsSystem:
+        @hookimpl(tryfirst=True)
+        def hookagent_build_model_request(self, request: ModelRequest) -> None:
+            order.append("sync")
+            request.system = "be brief"
+
+    model = ScriptedModel(["done"])
+    cfg = config(AddsView(), SetsSystem(), model=model)
+    await call(cfg)
+    sent = model.requests[0]
+    assert sent.system == "be brief" and sent.messages[0].text == "TASK_STATE: nothing pending"
+    assert order == ["sync", "async"]
+    state = await cfg.build().get_agent_state("u", "s")
+    assert all("TASK_STATE" not in m.text for m in state.context)  # transient, never durable
+
+    class ReturnsSomething:
+        @hookimpl
+        def hookagent_build_model_request(self, request: ModelRequest) -> Any:
+            return request
+
+    with pytest.raises(HookContractError, match="hookagent_build_model_request"):
+        await call(config(ReturnsSomething(), model=ScriptedModel(["x"])))
+
+
+async def test_hook_hookagent_wrap_tool_call() -> None:
+    trail: list[str] = []
+
+    async def outer(call_: ToolCall, ctx: RuntimeContext, call_next: Any) -> ToolResultBlock:
+        trail.append("outer-in")
+        result = await call_next(call_)
+        trail.append("outer-out")
+        return result
+
+    async def deny_key_2(call_: ToolCall, ctx: RuntimeContext, call_next: Any) -> ToolResultBlock:
+        trail.append(f"deny-check:{call_.use.input['key']}")
+        if call_.use.input["key"] == 2:
+            return error_result(call_.use, "denied by policy", "denied")
+        return await call_next(call_)
+
+    class Outer:
+        @hookimpl
+        def hookagent_wrap_tool_call(self) -> Any:
+            return outer
+
+    class Deny:
+        @hookimpl(trylast=True)
+        def hookagent_wrap_tool_call(self) -> Any:
+            return deny_key_2
+
+    model = ScriptedModel([tool_call("lookup", key=1), tool_call("lookup", key=2), "done"])
+    recorder_events: list[str] = []
+
+    class Events:
+        @hookimpl
+        def hookagent_on_run_event(self, event: RunEvent) -> None:
+            recorder_events.append(event.kind)
+
+    await call(config(Outer(), Deny(), Events(), model=model))
+    assert trail == [
+        "outer-in",
+        "deny-check:1",
+        "outer-out",
+        "outer-in",
+        "deny-check:2",
+        "outer-out",
+    ]
+    results = [m.tool_results[0] for m in model.requests[2].messages if m.tool_results]
+    assert [(r.state, r.text) for r in results] == [
+        ("success", "v1"),
+        ("denied", "denied by policy"),
+    ]
+    assert "tool_denied" in recorder_events
+
+
+async def test_hook_hookagent_on_run_event() -> None:
+    events: list[RunEvent] = []
+
+    class Observer:
+        @hookimpl
+        async def hookagent_on_run_event(self, event: RunEvent) -> None:
+            events.append(event)
+
+    class Broken:
+        @hookimpl
+        def hookagent_on_run_event(self, event: RunEvent) -> None:
+            raise RuntimeError("observers never break a run")
+
+    ctx = RuntimeContext(user_id="u", session_id="s")
+    reply = await config(Observer(), Broken()).build().call("hi", ctx)
+    assert reply.text == "done"
+    assert [e.kind for e in events] == [
+        "run_started",
+        "state_loaded",
+        "model_requested",
+        "model_responded",
+        "tool_called",
+        "tool_returned",
+        "model_requested",
+        "model_responded",
+        "state_persisted",
+        "run_finished",
+    ]
+    assert {(e.agent_id, e.user_id, e.session_id, e.run_id) for e in events} == {
+        ("agent", "u", "s", ctx.run_id)
+    }
+
+
+def test_every_hook_has_a_test_here() -> None:
+    hooks = sorted(
+        n for n, _ in inspect.getmembers(specs, inspect.isfunction) if n.startswith("hookagent_")
+    )
+    tests = {n for n in globals() if n.startswith("test_hook_")}
+    assert hooks and [h for h in hooks if f"test_hook_{h}" not in tests] == []
+
+
+def test_hook_recorder_sees_calls() -> None:
+    cfg = config()
+    recorder = HookRecorder(cfg.kernel.pm)
+    cfg.build().call_sync("hi", RuntimeContext(user_id="u", session_id="s"))
+    recorder.close()
+    names = recorder.names()
+    assert "hookagent_state_loaded" in names and "hookagent_after_persist" in names
+    assert recorder.named("hookagent_before_persist")[0].kwargs["outcome"] == "success"
+    cfg.kernel.close_portal()

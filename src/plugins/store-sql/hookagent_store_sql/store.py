@@ -280,7 +280,7 @@ class SQLAgentStateStore:
         if type(limit) is not int or limit < 1:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
         if cursor is not None:
-            check_id(cursor, "cursor")
+            check_id(cursor, "cursor", allow_empty=True)
         q = await self._ready()
 
         async def fetch(conn: AsyncConnection) -> list[str]:
@@ -311,7 +311,7 @@ class SQLAgentStateStore:
         if fence is not None:
             if not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0:
                 raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")
-            check_id(fence.owner, "fence owner")
+            check_id(fence.owner, "fence owner", allow_empty=True)
         from .save import SavePlan  # local: keeps this module about plumbing and reads
 
         plan = SavePlan(self, user_id, session_id, key, state, expected_version, fence)

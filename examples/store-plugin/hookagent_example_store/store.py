@@ -127,7 +127,8 @@ class ExampleSQLiteStore:
         # validate before writing: encoding raises InvalidState/StateTooLarge, nothing is written
         head = encode_head(state)
         history = state.context
-        base = history.unchanged_prefix
+        # UNCONDITIONAL always rewrites: encode the whole history now
+        base = 0 if expected_version is UNCONDITIONAL else history.unchanged_prefix
         tail = [encode_msg(m) for m in history[base:]]
         version = await self._db.run(
             self._save,
@@ -170,6 +171,7 @@ class ExampleSQLiteStore:
                 start, bodies = base, tail
             else:
                 # rewrite: after a clear or compaction, an UNCONDITIONAL save, or on create
+                # (a prefix not encoded yet is encoded here: an error rolls everything back)
                 generation = _new_generation()
                 conn.execute(sql.DELETE_MESSAGES, slot)
                 start, bodies = 0, [encode_msg(m) for m in history[:base]] + tail

@@ -107,7 +107,7 @@ def test_trace_logs_hook_calls(plugin_env: dict[str, str]) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert (
-        "hook hookagent_on_run_event" in out.stderr
+        "hook hookagent_state_loaded" in out.stderr
         and "hook hookagent_wrap_tool_call" in out.stderr
     )
 

@@ -1,0 +1,243 @@
+"""What the conformance suite cannot see: statements issued, tail-only loads, orphan rows,
+long and look-alike ids, corrupt rows, and the wiring (plugin, URLs, options)."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hookagent.codec import encode_msg
+from hookagent.errors import CorruptState, InvalidState, StoreConfigurationError, VersionConflict
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent.store import UNCONDITIONAL, AgentStateStore
+from hookagent_store_sql import SQLAgentStateStore, slot_hash
+from hookagent_store_sql.plugin import create_store, hookagent_register_state_stores
+from sqlalchemy import event, func, select, update
+from sqlenv import DIALECTS, fresh_store, url_for
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=DIALECTS)
+async def store(request, tmp_path: Path):
+    async with fresh_store(request.param, tmp_path) as s:
+        yield s
+
+
+class Statements:
+    """Records (verb, table-ish text, number of parameter sets) for each statement sent."""
+
+    def __init__(self, store: SQLAgentStateStore) -> None:
+        self.seen: list[tuple[str, str, int]] = []
+        self._engine = store.engine.sync_engine
+        event.listen(self._engine, "before_cursor_execute", self._on)
+
+    def _on(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        n = len(parameters) if executemany else 1
+        self.seen.append((statement.split()[0].upper(), statement, n))
+
+    def close(self) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._on)
+
+    def writes(self) -> list[tuple[str, str, int]]:
+        return [s for s in self.seen if s[0] in ("INSERT", "UPDATE", "DELETE")]
+
+
+def _texts(state) -> list[str]:
+    return [m.text for m in state.context]
+
+
+async def test_append_writes_only_the_new_rows(store) -> None:
+    state = AgentState("s", "u")
+    state.context.extend(Msg.user(f"m{i}") for i in range(100))
+    await store.save_if_version("u", "s", state, 0)
+    got = await store.get_versioned("u", "s")
+    got.state.context.extend(Msg.assistant(f"n{i}") for i in range(4))
+    rec = Statements(store)
+    try:
+        await store.save_if_version("u", "s", got.state, 1)
+        writes = rec.writes()
+        assert [w[0] for w in writes] == ["UPDATE", "INSERT"], writes
+        assert writes[1][2] == 4  # 4 rows, not 104
+        rec.seen.clear()
+        # a changed prefix: drop the last two, add one -> DELETE seq >= 102, INSERT 1
+        got.state.context[102:] = [Msg.user("replaced")]
+        await store.save_if_version("u", "s", got.state, 2)
+        assert [w[0] for w in rec.writes()] == ["UPDATE", "DELETE", "INSERT"]
+        assert rec.writes()[2][2] == 1
+    finally:
+        rec.close()
+    fresh = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
+    final = await fresh.get_versioned("u", "s")
+    assert _texts(final.state) == [f"m{i}" for i in range(100)] + ["n0", "n1", "replaced"]
+    async with store.engine.connect() as conn:
+        t = store.tables
+        rows = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
+        count = (await conn.execute(select(t.slots.c.message_count))).scalar()
+    assert rows == count == 103
+
+
+async def test_loads_decode_only_the_new_tail(store) -> None:
+    other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
+    state = AgentState("s", "u")
+    state.context.extend(Msg.user(f"m{i}") for i in range(5))
+    await store.save_if_version("u", "s", state, 0)
+    first = await store.get_versioned("u", "s")
+    # another instance (another process, say) appends two messages
+    theirs = await other.get_versioned("u", "s")
+    theirs.state.context.extend([Msg.user("x"), Msg.user("y")])
+    await other.save_if_version("u", "s", theirs.state, 1)
+    second = await store.get_versioned("u", "s")
+    assert _texts(second.state) == ["m0", "m1", "m2", "m3", "m4", "x", "y"]
+    assert second.state.context[0] is first.state.context[0]  # reused, not re-read
+    # a rewrite elsewhere bumps the generation: the cache must not be trusted
+    theirs = await other.get_versioned("u", "s")
+    theirs.state.context[0] = Msg.user("new-first")
+    await other.save_if_version("u", "s", theirs.state, 2)
+    third = await store.get_versioned("u", "s")
+    assert _texts(third.state)[0] == "new-first" and len(third.state.context) == 7
+    # delete + recreate elsewhere with a longer history: still no stale prefix
+    assert await other.delete("u", "s")
+    fresh = AgentState("s", "u")
+    fresh.context.extend(Msg.user(f"r{i}") for i in range(9))
+    await other.save_if_version("u", "s", fresh, 0)
+    fourth = await store.get_versioned("u", "s")
+    assert fourth.version == 1 and _texts(fourth.state) == [f"r{i}" for i in range(9)]
+
+
+async def test_orphan_message_rows_never_leak_into_a_new_slot(store) -> None:
+    """AgentScope Java #3162: leftover rows under a slot's address must not resurface."""
+    await store.exists("u", "s")  # creates the tables
+    t = store.tables
+    h = slot_hash("s", "agent_state")
+    orphan = Msg.user("orphan")
+    rows = [
+        dict(
+            user_id="u",
+            slot_hash=h,
+            seq=i,
+            session_id="s",
+            state_key="agent_state",
+            role="user",
+            msg_id=orphan.id,
+            body=encode_msg(orphan).decode(),
+        )
+        for i in range(3)
+    ]
+    async with store.engine.begin() as conn:
+        await conn.execute(t.messages.insert(), rows)
+    assert (await store.get_versioned("u", "s")).version == 0
+    state = AgentState("s", "u")
+    state.context.append(Msg.user("mine"))
+    assert await store.save_if_version("u", "s", state, 0) == 1
+    with pytest.raises(VersionConflict):
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    got = await SQLAgentStateStore(store.engine, table_prefix=t.names.prefix).get_versioned(
+        "u", "s"
+    )
+    assert _texts(got.state) == ["mine"]
+    async with store.engine.connect() as conn:
+        n = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
+    assert n == 1
+
+
+async def test_long_and_lookalike_ids_do_not_collide(store) -> None:
+    nfc = unicodedata.normalize("NFC", "\u00e9") * 256
+    nfd = unicodedata.normalize("NFD", "\u00e9") * 128  # 256 code points
+    ids = ["A" * 256, "a" * 256, nfc, nfd, "\U0001f600" * 256, "a" * 255 + " ", "a" * 255]
+    for i, uid in enumerate(ids):
+        # worst case: every id of the slot at full length and 4 bytes per character
+        sid, key = ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)]
+        await store.save_if_version(uid, sid, AgentState(sid, uid, summary=str(i)), 0, key=key)
+    for i, uid in enumerate(ids):
+        sid, key = ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)]
+        got = await store.get_versioned(uid, sid, key)
+        assert got.version == 1 and got.state.summary == str(i)
+        assert (await store.list_session_ids(uid)).session_ids == (sid,)
+
+
+async def test_corrupt_rows_are_typed_errors(store) -> None:
+    state = AgentState("s", "u")
+    state.context.extend([Msg.user("a"), Msg.user("b")])
+    await store.save_if_version("u", "s", state, 0)
+    t = store.tables
+    reader = SQLAgentStateStore(store.engine, table_prefix=t.names.prefix)
+    async with store.engine.begin() as conn:
+        await conn.execute(update(t.messages).where(t.messages.c.seq == 1).values(body="{not json"))
+    with pytest.raises(CorruptState):
+        await reader.get_versioned("u", "s")
+    async with store.engine.begin() as conn:
+        await conn.execute(t.messages.delete().where(t.messages.c.seq == 1))
+    with pytest.raises(CorruptState, match="not all present"):
+        await reader.get_versioned("u", "s")
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            update(t.slots).values(head='{"lc":1,"type":"constructor"}', message_count=1)
+        )
+    with pytest.raises(InvalidState):  # an envelope stays inert data
+        await reader.get_versioned("u", "s")
+
+
+async def test_unconditional_creates_and_rewrites(store) -> None:
+    state = AgentState("s", "u")
+    state.context.append(Msg.user("one"))
+    assert await store.save_if_version("u", "s", state, UNCONDITIONAL) == 1
+    state.context.append(Msg.user("two"))
+    assert await store.save_if_version("u", "s", state, UNCONDITIONAL) == 2
+    got = await SQLAgentStateStore(
+        store.engine, table_prefix=store.tables.names.prefix
+    ).get_versioned("u", "s")
+    assert _texts(got.state) == ["one", "two"] and got.version == 2
+
+
+# ---------------------------------------------------------------------- wiring
+
+
+def test_plugin_registers_every_scheme() -> None:
+    seen = {}
+    hookagent_register_state_stores(lambda scheme, factory: seen.setdefault(scheme, factory))
+    assert {"postgresql+asyncpg", "mysql+aiomysql", "mariadb+aiomysql", "sqlite+aiosqlite"} <= set(
+        seen
+    )
+    assert all(f is create_store for f in seen.values())
+    from importlib.metadata import entry_points
+
+    eps = {ep.name: ep.value for ep in entry_points(group="hookagent")}
+    assert eps.get("store-sql") == "hookagent_store_sql.plugin"
+
+
+async def test_url_options_and_factory(tmp_path: Path) -> None:
+    url = url_for("sqlite", tmp_path) + "?table_prefix=opt_&auto_migrate=false"
+    store = create_store(url)
+    assert isinstance(store, AgentStateStore)
+    with pytest.raises(StoreConfigurationError, match="migrate"):
+        await store.exists("u", "s")
+    await store.aclose()
+    store = create_store(url_for("sqlite", tmp_path) + "?table_prefix=opt_")
+    assert await store.save_if_version("u", "s", AgentState("s", "u"), 0) == 1
+    async with store.engine.connect() as conn:
+        assert (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar() == "wal"
+        names = {
+            r[0]
+            for r in await conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+    assert {"opt_slots", "opt_messages", "opt_fences", "opt_schema_migrations"} <= names
+    await store.aclose()
+    for bad in (
+        "redis://x",
+        "oracle://x/y",
+        "sqlite+aiosqlite://",
+        "sqlite+aiosqlite:///:memory:",
+        "not a url",
+    ):
+        with pytest.raises(StoreConfigurationError):
+            create_store(bad)
+    with pytest.raises(StoreConfigurationError):
+        create_store(url_for("sqlite", tmp_path) + "?auto_migrate=maybe")

@@ -37,6 +37,7 @@ class Database:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._poisoned = False
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` in a worker thread, with SQLite errors translated."""
@@ -45,11 +46,15 @@ class Database:
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         with self._lock:
             if self._closed:
-                raise StoreUnavailable(f"the example-sqlite store on {self.path!r} is closed")
+                why = "poisoned by a failed fsync" if self._poisoned else "closed"
+                raise StoreUnavailable(f"the example-sqlite store on {self.path!r} is {why}")
             try:
                 return fn(self._connect(), *args)
             except sqlite3.Error as exc:
-                raise translate(exc, self.path) from exc
+                error = translate(exc, self.path)
+                if isinstance(error, StorageDurabilityError):
+                    self._poison()  # after a failed fsync nothing this handle wrote is certain
+                raise error from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None:
@@ -77,6 +82,12 @@ class Database:
             raise
         self._conn = conn
         return conn
+
+    def _poison(self) -> None:
+        self._closed = self._poisoned = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     async def aclose(self) -> None:
         def close() -> None:

@@ -15,12 +15,14 @@ from hookagent import (
     Fenced,
     InvalidState,
     Msg,
+    StorageDurabilityError,
     StorageFull,
     StoreConfigurationError,
     StoreUnavailable,
 )
 from hookagent_example_store import ExampleSQLiteStore, open_store
 from hookagent_example_store import store as store_module
+from hookagent_example_store.db import translate
 
 pytestmark = pytest.mark.anyio
 
@@ -282,3 +284,42 @@ def test_urls_name_the_file() -> None:
     assert open_store("example-sqlite:///tmp/a%20b.db").path == "/tmp/a b.db"
     assert open_store("example-sqlite://rel/agent.db").path == "rel/agent.db"
     assert open_store("example-sqlite://:memory:", cache_slots=0).path == ":memory:"
+
+
+def sqlite_error(name: str) -> sqlite3.Error:
+    exc = sqlite3.OperationalError(f"simulated {name}")
+    exc.sqlite_errorname = name  # type: ignore[attr-defined]
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("SQLITE_FULL", StorageFull),
+        ("SQLITE_CORRUPT", CorruptState),
+        ("SQLITE_NOTADB", CorruptState),
+        ("SQLITE_IOERR_FSYNC", StorageDurabilityError),
+        ("SQLITE_CANTOPEN", StoreConfigurationError),
+        ("SQLITE_READONLY", StoreConfigurationError),
+        ("SQLITE_BUSY", StoreUnavailable),
+        ("SQLITE_LOCKED_SHAREDCACHE", StoreUnavailable),
+        ("SQLITE_IOERR_READ", StoreUnavailable),
+        ("SQLITE_INTERRUPT", StoreUnavailable),
+    ],
+)
+def test_sqlite_errors_are_typed(name, error) -> None:
+    got = translate(sqlite_error(name), "/x.db")
+    assert type(got) is error and name in str(got)
+
+
+async def test_a_failed_fsync_poisons_the_store(store) -> None:
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+
+    def failing(conn: sqlite3.Connection) -> None:
+        raise sqlite_error("SQLITE_IOERR_FSYNC")
+
+    with pytest.raises(StorageDurabilityError) as info:
+        await store._db.run(failing)
+    assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+    with pytest.raises(StoreUnavailable, match="poisoned"):
+        await store.get_versioned("u", "s")

@@ -1,0 +1,60 @@
+"""The docs agree with the code: every hook documented with its exact signature, and every
+example on the hooks page runs."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+from hookagent import hookspecs
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOKS_DOC = (ROOT / "docs" / "hooks.md").read_text()
+HOOKS = {
+    n: f for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if n.startswith("hookagent_")
+}
+
+
+def documented() -> dict[str, str]:
+    return dict(re.findall(r"^## `(hookagent_\w+)\(([^)]*)\)`$", HOOKS_DOC, flags=re.M))
+
+
+@pytest.mark.parametrize("name", sorted(HOOKS))
+def test_hook_is_documented_with_its_exact_signature(name: str) -> None:
+    docs = documented()
+    assert name in docs, f"docs/hooks.md has no section headed `{name}(...)`"
+    params = ", ".join(inspect.signature(HOOKS[name]).parameters)
+    assert docs[name] == params, f"docs say {name}({docs[name]}), the spec is {name}({params})"
+    section = HOOKS_DOC.split(f"## `{name}(")[1].split("\n## ")[0]
+    assert "```python" in section, f"{name}: no runnable example"
+    assert "Used by:" in section, f"{name}: does not say which plugins use it"
+    for param in inspect.signature(HOOKS[name]).parameters:
+        assert f"`{param}`" in section, f"{name}: parameter {param} is not described"
+
+
+def test_no_documented_hook_is_missing_from_the_spec() -> None:
+    assert sorted(documented()) == sorted(HOOKS)
+
+
+def test_every_hookspec_has_a_docstring() -> None:
+    for name, func in HOOKS.items():
+        assert func.__doc__ and "Result" in func.__doc__, name
+
+
+EXAMPLES = re.findall(r"```python\n(.*?)```", HOOKS_DOC, flags=re.S)
+
+
+@pytest.mark.parametrize("index", range(len(EXAMPLES)))
+def test_hooks_page_example_runs(index: int, tmp_path: Path) -> None:
+    script = tmp_path / f"example_{index}.py"
+    script.write_text(EXAMPLES[index])
+    runpy.run_path(str(script), run_name="__main__")
+
+
+def test_every_hook_has_a_test_hook_function() -> None:
+    sources = "".join(p.read_text() for p in (ROOT / "src").rglob("test_*.py"))
+    missing = [n for n in HOOKS if f"def test_hook_{n}(" not in sources]
+    assert missing == []

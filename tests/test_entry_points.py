@@ -1,0 +1,75 @@
+"""entry_points.md agrees with the installed entry points and with the hooks each implements."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import re
+import tomllib
+from pathlib import Path
+
+import pluggy
+from hookagent import hookspecs
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUPS = ("hookagent", "pytest11", "console_scripts")
+
+
+def repo_distributions() -> set[str]:
+    names = set()
+    for pyproject in [
+        ROOT / "src/core/pyproject.toml",
+        *ROOT.glob("src/plugins/*/pyproject.toml"),
+        *ROOT.glob("examples/*/pyproject.toml"),
+    ]:
+        names.add(tomllib.loads(pyproject.read_text())["project"]["name"])
+    return names
+
+
+def documented() -> list[tuple[str, str, str, str, str]]:
+    rows = []
+    for line in (ROOT / "entry_points.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] in GROUPS:
+            rows.append((cells[0], cells[1], cells[2], cells[3], cells[4]))
+    return rows
+
+
+def declared() -> set[tuple[str, str, str, str]]:
+    ours = {re.sub(r"[-_.]+", "-", n).lower() for n in repo_distributions()}
+    found = set()
+    for dist in md.distributions():
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
+        if name not in ours:
+            continue
+        for ep in dist.entry_points:
+            if ep.group in GROUPS:
+                found.add((ep.group, ep.name, name, ep.value))
+    return found
+
+
+def test_every_repo_distribution_is_installed() -> None:
+    installed = {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower() for d in md.distributions()}
+    missing = {n for n in repo_distributions() if n.lower() not in installed}
+    assert not missing, f"not installed (run python3 scripts/dev.py setup): {missing}"
+
+
+def test_table_matches_installed_entry_points() -> None:
+    table = {(g, n, d, o) for g, n, d, o, _ in documented()}
+    assert table == declared()
+
+
+def test_hooks_column_matches_the_implementations() -> None:
+    known = {n for n in dir(hookspecs) if n.startswith("hookagent_")}
+    for group, name, dist, obj, hooks in documented():
+        if group != "hookagent":
+            continue
+        module = importlib.import_module(obj)
+        pm = pluggy.PluginManager(hookspecs.PROJECT)
+        pm.add_hookspecs(hookspecs)
+        implemented = {c.name for c in (pm.get_hookcallers(pm.register(module) and module) or [])}
+        implemented |= {a for a in dir(module) if a.startswith("hookagent_")} - known
+        listed = {h.strip() for h in hooks.split(",")}
+        assert implemented == listed, (
+            f"{name}: implements {sorted(implemented)}, table says {sorted(listed)}"
+        )

@@ -8,25 +8,6 @@ from hookagent.registry import collect
 from hookagent_model_openai import ModelConfigurationError, OpenAIChatModel, plugin
 from hookagent_model_openai.config import DEFAULT_BASE_URL, OpenAISettings
 
-ENV = [
-    "HOOKAGENT_OPENAI_MODEL",
-    "OPENAI_MODEL",
-    "HOOKAGENT_OPENAI_BASE_URL",
-    "OPENAI_BASE_URL",
-    "HOOKAGENT_OPENAI_API_KEY",
-    "OPENAI_API_KEY",
-    "HOOKAGENT_OPENAI_TIMEOUT",
-    "HOOKAGENT_OPENAI_MAX_RETRIES",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-]
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV:
-        monkeypatch.delenv(name, raising=False)
-
 
 def test_entry_point_is_declared():
     eps = [ep for ep in md.entry_points(group="hookagent") if ep.name == "model-openai"]

@@ -61,7 +61,7 @@ def test_table_matches_installed_entry_points() -> None:
 
 def test_hooks_column_matches_the_implementations() -> None:
     known = {n for n in dir(hookspecs) if n.startswith("hookagent_")}
-    for group, name, dist, obj, hooks in documented():
+    for group, name, _dist, obj, hooks in documented():
         if group != "hookagent":
             continue
         module = importlib.import_module(obj)

@@ -55,6 +55,13 @@ def is_retryable(exc: BaseException) -> bool:
     return is_sqlite_busy(exc) or mysql_code(exc) in _MYSQL_RETRY or pg_code(exc) in _PG_RETRY
 
 
+def is_disconnect(exc: BaseException) -> bool:
+    """The connection died (SQLAlchemy invalidated it) or could not be made."""
+    if isinstance(exc, sa_exc.DBAPIError):
+        return bool(exc.connection_invalidated)
+    return isinstance(exc, (OSError, ConnectionError))
+
+
 def is_duplicate(exc: BaseException) -> bool:
     return isinstance(exc, sa_exc.IntegrityError) and (
         mysql_code(exc) == 1062 or pg_code(exc) == "23505" or "UNIQUE" in str(_orig(exc))

@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
-from .errors import TRANSLATED, is_retryable, is_sqlite_busy, translate
+from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
 from .migrations import check_migrations, flavor_of, migrate, utcnow
 from .queries import NO_GENERATION, Queries, RetryTransaction
 from .schema import MSG_ID_LENGTH, ROLE_LENGTH, Tables, slot_hash
@@ -63,6 +63,7 @@ class SQLAgentStateStore:
         sqlite_busy_timeout: float = 5.0,
         sqlite_synchronous: str = "FULL",
         retry_deadline: float = 10.0,
+        retry_disconnects: bool = True,
         **engine_options: Any,
     ) -> None:
         url_opts: dict[str, Any] = {}
@@ -98,6 +99,7 @@ class SQLAgentStateStore:
         auto = auto_migrate if auto_migrate is not None else url_opts.get("auto_migrate", True)
         self._auto_migrate = bool(auto)
         self._retry_deadline = retry_deadline
+        self._retry_disconnects = retry_disconnects
         self._sqlite_key: str | None = None
         if self._backend == "sqlite":
             database = self._engine.url.database
@@ -192,8 +194,14 @@ class SQLAgentStateStore:
                 raise err from exc
 
     async def _write(self, what: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Run ``fn`` in one write transaction; rerun only when the database undid it all."""
+        """Run ``fn`` in one write transaction; rerun only when the database undid it all.
+
+        That is: SQLite busy, deadlock/serialization victims, and (once, if
+        ``retry_disconnects``) a connection lost before COMMIT was sent, since a server
+        aborts an uncommitted transaction when its connection goes.
+        """
         backoff: Backoff | None = None
+        reconnected = not self._retry_disconnects
         while True:
             committing = False
             try:
@@ -208,6 +216,9 @@ class SQLAgentStateStore:
             except RetryTransaction:
                 pass
             except TRANSLATED as exc:
+                if not committing and not reconnected and is_disconnect(exc):
+                    reconnected = True
+                    continue
                 if not is_retryable(exc):
                     raise translate(exc, what, outcome_unknown=committing) from exc
             backoff = backoff or Backoff(self._retry_deadline)

@@ -1,0 +1,150 @@
+"""Driver failures surface as typed errors with the cause chained; SQLite busy is waited out."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pytest
+from hookagent.errors import StoreUnavailable
+from hookagent.state import AgentState
+from hookagent_store_sql import SQLAgentStateStore, TableNames
+from sqlenv import PG_URL, drop_tables, fresh_store, unique_name, url_for
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+asyncpg://postgres@127.0.0.1:1/test",
+        "mariadb+aiomysql://root@127.0.0.1:1/test",
+    ],
+)
+async def test_connection_refused_is_store_unavailable(url: str) -> None:
+    store = SQLAgentStateStore(url, table_prefix="never_")
+    try:
+        for call in (
+            store.get_versioned("u", "s"),
+            store.save_if_version("u", "s", AgentState("s", "u"), 0),
+            store.list_session_ids("u"),
+        ):
+            with pytest.raises(StoreUnavailable) as info:
+                await call
+            assert info.value.__cause__ is not None
+    finally:
+        await store.aclose()
+
+
+async def test_pool_timeout_is_store_unavailable(tmp_path: Path) -> None:
+    async with fresh_store(
+        "postgresql", tmp_path, pool_size=1, max_overflow=0, pool_timeout=0.2
+    ) as store:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        held = await store.engine.connect()
+        try:
+            with pytest.raises(StoreUnavailable, match="unavailable") as info:
+                await store.get_versioned("u", "s")
+            assert info.value.__cause__ is not None
+            with pytest.raises(StoreUnavailable):
+                await store.save_if_version("u", "s", AgentState("s", "u"), 1)
+        finally:
+            await held.close()
+        assert (await store.get_versioned("u", "s")).version == 1
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mariadb"])
+async def test_killed_idle_connections_are_replaced(dialect: str, tmp_path: Path) -> None:
+    """A server restart or idle kill: the next read and write reconnect instead of failing."""
+    app = f"hookagent-idle-{uuid.uuid4().hex[:8]}"
+    args = {"server_settings": {"application_name": app}} if dialect == "postgresql" else {}
+    names = TableNames(unique_name())
+    url = url_for(dialect, tmp_path)
+    store = SQLAgentStateStore(url, table_prefix=names.prefix, connect_args=args)
+    try:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        await store.get_versioned("u", "s")
+        if dialect == "postgresql":
+            conn = await asyncpg.connect(PG_URL.replace("postgresql+asyncpg", "postgresql"))
+            killed = await conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1",
+                app,
+            )
+            await conn.close()
+        else:
+            async with store.engine.connect() as own:  # the pooled connection the store uses
+                pid = (await own.exec_driver_sql("SELECT CONNECTION_ID()")).scalar()
+            import aiomysql
+
+            conn = await aiomysql.connect(host="127.0.0.1", port=3306, user="root", db="test")
+            async with conn.cursor() as cur:
+                await cur.execute("KILL %s", (pid,))
+            conn.close()
+            killed = 1
+        assert killed >= 1
+        assert (await store.get_versioned("u", "s")).version == 1
+        assert await store.save_if_version("u", "s", AgentState("s", "u", "after"), 1) == 2
+    finally:
+        await store.aclose()
+        await drop_tables(url, names)
+
+
+async def test_sqlite_busy_is_retried_until_the_writer_lets_go(tmp_path: Path) -> None:
+    async with fresh_store("sqlite", tmp_path, sqlite_busy_timeout=0.05) as store:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+        try:
+            task = asyncio.create_task(
+                store.save_if_version("u", "s", AgentState("s", "u", "x"), 1)
+            )
+            await asyncio.sleep(0.4)
+            assert not task.done()
+            other.execute("COMMIT")
+            assert await asyncio.wait_for(task, 10) == 2
+        finally:
+            other.close()
+
+
+async def test_sqlite_busy_past_the_deadline_is_store_unavailable(tmp_path: Path) -> None:
+    async with fresh_store(
+        "sqlite", tmp_path, sqlite_busy_timeout=0.05, retry_deadline=0.3
+    ) as store:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreUnavailable, match="busy"):
+                await store.save_if_version("u", "s", AgentState("s", "u", "x"), 1)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert (await store.get_versioned("u", "s")).version == 1  # nothing half-written
+        assert await store.save_if_version("u", "s", AgentState("s", "u", "x"), 1) == 2
+
+
+async def test_sqlite_one_writer_lock_per_file(tmp_path: Path) -> None:
+    """Two store instances on one file in one process share a writer lock: no busy at all."""
+    url = url_for("sqlite", tmp_path)
+    # no busy timeout and no retries: any contention between them would fail a write
+    opts = {"table_prefix": "w_", "retry_deadline": 0.0, "sqlite_busy_timeout": 0.0}
+    a, b = SQLAgentStateStore(url, **opts), SQLAgentStateStore(url, **opts)
+    try:
+        await a.save_if_version("u", "s0", AgentState("s0", "u"), 0)
+
+        async def write(store, i: int) -> int:
+            return await store.save_if_version("u", f"s{i}", AgentState(f"s{i}", "u"), 0)
+
+        results = await asyncio.gather(*(write(a if i % 2 else b, i) for i in range(1, 41)))
+        assert results == [1] * 40
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -16,7 +16,10 @@ def texts(messages) -> list[str]:
     return [m.text for m in messages]
 
 
-async def test_a_second_agent_continues_the_conversation(tmp_path, scripted_model) -> None:
+async def test_a_second_agent_continues_the_conversation(
+    tmp_path, scripted_model, monkeypatch
+) -> None:
+    monkeypatch.delenv("HOOKAGENT_BLOCKED_PLUGINS", raising=False)
     url = f"example-sqlite://{tmp_path}/agent.db"
     ctx = RuntimeContext(user_id="alice", session_id="trip")
     scripted_model.queue("Lisbon is sunny.", "You asked about Lisbon.")
@@ -60,7 +63,8 @@ async def test_with_the_pytest_fixtures(tmp_path, register_plugin, agent_config,
     assert texts(scripted_model.requests[1].messages) == ["first", "one", "second"]
 
 
-def test_entry_point_is_declared_and_loads() -> None:
+def test_entry_point_is_declared_and_loads(monkeypatch) -> None:
+    monkeypatch.delenv("HOOKAGENT_BLOCKED_PLUGINS", raising=False)
     (ep,) = [e for e in md.entry_points(group="hookagent") if e.name == "example-store"]
     assert ep.value == "hookagent_example_store.plugin"
     assert ep.dist is not None and ep.dist.name == "hookagent-example-store"

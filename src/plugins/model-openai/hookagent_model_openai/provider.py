@@ -84,6 +84,10 @@ class OpenAIChatModel:
 
     # ------------------------------------------------------------------ lifecycle
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     async def aclose(self) -> None:
         """Close the HTTP client; later calls raise ``ModelUnavailable``."""
         if not self._closed:

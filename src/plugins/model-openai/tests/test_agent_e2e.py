@@ -50,7 +50,7 @@ async def test_react_turn_with_streaming_and_tool_call():
                 )
         finally:
             await config.aclose()
-        assert config.kernel.model._closed  # the configuration closed the provider it built
+        assert config.kernel.model.closed  # the configuration closed the provider it built
         assert srv.attempts == 2
 
     assert reply.role == "assistant" and reply.text == "It is 18C and sunny in Paris."

@@ -459,8 +459,10 @@ async def test_aclose_is_idempotent_and_final():
     with fake_openai_server(default=text_reply("x")) as srv:
         model = make(srv)
         await model.generate(request(), None)
+        assert not model.closed
         await model.aclose()
         await model.aclose()
+        assert model.closed
         with pytest.raises(ModelUnavailable, match="closed"):
             await model.generate(request(), None)
         with pytest.raises(ModelUnavailable, match="closed"):

@@ -44,13 +44,23 @@ def test_every_hookspec_has_a_docstring() -> None:
         assert func.__doc__ and "Result" in func.__doc__, name
 
 
-EXAMPLES = re.findall(r"```python\n(.*?)```", HOOKS_DOC, flags=re.S)
+RUNNABLE_PAGES = ("hooks.md", "quickstart.md", "runs.md", "state.md", "context.md")
+EXAMPLES = [
+    (page, i, code)
+    for page in RUNNABLE_PAGES
+    for i, code in enumerate(
+        re.findall(r"```python\n(.*?)```", (ROOT / "docs" / page).read_text(), flags=re.S)
+    )
+]
 
 
-@pytest.mark.parametrize("index", range(len(EXAMPLES)))
-def test_hooks_page_example_runs(index: int, tmp_path: Path) -> None:
-    script = tmp_path / f"example_{index}.py"
-    script.write_text(EXAMPLES[index])
+@pytest.mark.parametrize(
+    ("page", "index", "code"), EXAMPLES, ids=[f"{p}#{i}" for p, i, _ in EXAMPLES]
+)
+def test_docs_example_runs(page: str, index: int, code: str, tmp_path: Path) -> None:
+    """Every python block on these pages is a complete program; it must run as shown."""
+    script = tmp_path / f"{page.replace('.', '_')}_{index}.py"
+    script.write_text(code)
     runpy.run_path(str(script), run_name="__main__")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -150,12 +151,16 @@ class Turn:
             try:
                 stream = getattr(model, "stream", None)
                 if stream is not None:
-                    async for item in stream(request, self.ctx):
-                        if isinstance(item, ModelDelta):
-                            await self.emit("model_delta", text=item.text, thinking=item.thinking)
-                            control.check()
-                        else:
-                            response = item
+                    # aclosing: an interrupt mid-stream releases the provider's connection now
+                    async with aclosing(stream(request, self.ctx)) as chunks:
+                        async for item in chunks:
+                            if isinstance(item, ModelDelta):
+                                await self.emit(
+                                    "model_delta", text=item.text, thinking=item.thinking
+                                )
+                                control.check()
+                            else:
+                                response = item
                 else:
                     response = await model.generate(request, self.ctx)
             except (ModelError, Interrupted):

@@ -49,7 +49,7 @@ class ModelResponse:
 
 @attrs.frozen
 class ModelDelta:
-    """A streamed chunk: text (or thinking) so far; shown to subscribers, never stored."""
+    """A streamed increment of text (or thinking), not the text so far; never stored."""
 
     text: str = ""
     thinking: str = ""

@@ -143,11 +143,11 @@ def tmp_name() -> str:
     return f"{TMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
 
 
-def atomic_write(dir_fd: int, name: str, data: bytes, dur: Durability, what: str) -> None:
-    """Temp file (O_EXCL) in the same directory, fsync, rename over ``name``, fsync the dir.
+def replace_file(dir_fd: int, name: str, data: bytes, dur: Durability, what: str) -> None:
+    """Temp file (O_EXCL, 0600) in the same directory, fsync, rename over ``name``.
 
-    On an error before the rename the temp file is removed and ``name`` is untouched. The
-    rename is the commit point; the directory fsync makes it durable.
+    The rename is the commit point; the caller fsyncs the directory to make it durable. On an
+    error before the rename the temp file is removed and ``name`` is untouched.
     """
     tmp = tmp_name()
     fd = os.open(tmp, NEW_FLAGS, 0o600, dir_fd=dir_fd)
@@ -161,7 +161,6 @@ def atomic_write(dir_fd: int, name: str, data: bytes, dur: Durability, what: str
     except BaseException:
         unlink_quiet(dir_fd, tmp)
         raise
-    dur.fsync(dir_fd, f"{what} (directory)")
 
 
 def unlink_quiet(dir_fd: int, name: str) -> None:

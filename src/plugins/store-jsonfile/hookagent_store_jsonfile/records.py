@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
-from hookagent.codec import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, dumps, loads
-from hookagent.errors import CorruptState
+import orjson
+from hookagent.codec import (
+    MAX_DEPTH,
+    MAX_MESSAGE_BYTES,
+    MAX_STATE_BYTES,
+    check_depth,
+    dumps,
+    loads,
+    structure,
+)
+from hookagent.errors import CorruptState, InvalidState, UnsupportedSchemaVersion
+from hookagent.messages import Msg
 
 RECORD = struct.Struct(">II")
 MAGIC = b"HAJFHD1\n"
@@ -132,3 +142,30 @@ def decode_fence(data: bytes, where: str) -> int:
     if not isinstance(meta, dict):
         raise CorruptState(f"{where}: fence is not an object")
     return _int(meta, "epoch", where)
+
+
+def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
+    """Decode stored messages with the codec's rules (size, depth 64, strict structure).
+
+    The exact depth walk only runs when a payload holds more than ``MAX_DEPTH`` opening
+    brackets: fewer brackets cannot nest deeper, and the walk is most of the decode time.
+    """
+    out: list[Msg] = []
+    try:
+        for p in payloads:
+            if len(p) > MAX_MESSAGE_BYTES:
+                raise CorruptState(f"{where}: a stored message is {len(p)} bytes, over the limit")
+            try:
+                doc = orjson.loads(p)
+            except orjson.JSONDecodeError as exc:
+                raise CorruptState(f"{where}: a stored message is not JSON: {exc}") from None
+            if p.count(b"[") + p.count(b"{") > MAX_DEPTH:
+                check_depth(doc, where="message")
+            out.append(structure(doc, Msg, where="message"))
+    except UnsupportedSchemaVersion:
+        raise
+    except InvalidState as exc:
+        if isinstance(exc, CorruptState):
+            raise
+        raise CorruptState(f"{where}: stored message does not decode: {exc}") from exc
+    return out

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 import anyio.to_thread
-import fsspec
+import fsspec  # type: ignore[import-untyped]
 from hookagent.codec import decode_head, encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
@@ -46,11 +46,11 @@ from hookagent.store.ids import check_id, check_slot
 from .cache import Cached, HistoryCache
 from .layout import FENCE, HEAD, MORE, id_parts, is_private, parts_to_id, slot_parts
 from .local import check_expected, check_page
-from .localcore import decode_payloads
 from .records import (
     Head,
     decode_fence,
     decode_head_file,
+    decode_payloads,
     encode_fence,
     encode_head_file,
     frame,

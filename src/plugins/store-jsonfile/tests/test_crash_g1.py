@@ -14,9 +14,11 @@ from pathlib import Path
 HARNESS = Path(__file__).parent / "helpers" / "crashloop.py"
 
 
-def run_harness(mode: str, root: Path, kills: int, seed: int) -> dict[str, object]:
+def run_harness(
+    mode: str, root: Path, kills: int, seed: int, min_acks: int = 0
+) -> dict[str, object]:
     out = subprocess.run(
-        [sys.executable, str(HARNESS), mode, str(root), str(kills), str(seed)],
+        [sys.executable, str(HARNESS), mode, str(root), str(kills), str(seed), str(min_acks)],
         capture_output=True,
         text=True,
         timeout=240,
@@ -27,13 +29,13 @@ def run_harness(mode: str, root: Path, kills: int, seed: int) -> dict[str, objec
 
 
 def test_sigkill_mid_save_loses_nothing(tmp_path: Path) -> None:
-    summary = run_harness("store", tmp_path / "root", 300, seed=20261130)
+    summary = run_harness("store", tmp_path / "root", 300, seed=20261130, min_acks=50)
     print(summary)
-    assert summary["kills"] == 300
+    assert summary["kills"] >= 300
     assert summary["unreadable"] == 0, summary["errors"]
     assert summary["regressions"] == 0, summary["errors"]
-    assert summary["acks"] >= 100  # the writer made progress between kills
-    assert summary["final_version"] >= 100
+    assert summary["acks"] >= 50  # the writer made progress between kills
+    assert summary["final_version"] >= summary["acks"]  # acked versions are distinct
     assert summary["tmp_after_sweep"] == 0
 
 

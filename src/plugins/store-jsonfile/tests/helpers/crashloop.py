@@ -1,7 +1,8 @@
 """G1 harness: fork a writer, SIGKILL it after 5-50 ms, check what it acknowledged survived.
 
-Run as ``python crashloop.py MODE ROOT KILLS SEED`` (MODE ``store`` or ``naive``); prints one
-JSON summary line. One process imports everything once and forks a child per kill, so each kill
+Run as ``python crashloop.py MODE ROOT KILLS SEED [MIN_ACKS]`` (MODE ``store`` or ``naive``);
+prints one JSON summary line. After KILLS kills it goes on (up to 5 x KILLS) until the writer
+has acknowledged MIN_ACKS saves, so a slow, loaded machine still proves progress. One process imports everything once and forks a child per kill, so each kill
 costs a few tens of milliseconds. The child writes every acknowledged version to a pipe
 *after* the save returned; the parent reads the pipe once the child is dead, so the last
 complete entry is the newest version the writer was told is saved.
@@ -80,6 +81,7 @@ def check_naive(root: Path) -> tuple[int, str | None]:
 
 def main() -> None:
     mode, root, kills, seed = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    min_acks = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     child = store_child if mode == "store" else naive_child
@@ -88,7 +90,7 @@ def main() -> None:
     errors: list[str] = []
     last_acked = 0
     started = time.monotonic()
-    for _ in range(kills):
+    while summary["kills"] < kills or (summary["acks"] < min_acks and summary["kills"] < 5 * kills):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the writer

@@ -1,0 +1,231 @@
+"""Directory-tree operations of the local store: delete, listing and sweeping.
+
+Deletes take the slot's flock like saves do, unlink the head first (so a crash mid-delete
+leaves the key absent, never half there) and remove a session directory once it holds no
+committed key, unlinking its lock file while holding it (a waiter then sees ``st_nlink == 0``
+and starts again). Listing reads directory names only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+
+from hookagent.errors import CorruptState, StoreUnavailable
+
+from . import posixio as io
+from .cache import HistoryCache
+from .layout import (
+    FENCE,
+    HEAD,
+    LOCK,
+    MORE,
+    id_parts,
+    is_log_name,
+    is_private,
+    log_name,
+    parts_to_id,
+    slot_parts,
+)
+from .records import Head, decode_head_file
+
+RETRIES = 20
+LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def where_of(user_id: str, session_id: str, key: str) -> str:
+    return f"user_id={user_id!r} session_id={session_id!r} key={key!r}"
+
+
+class LocalTree:
+    """Base of ``LocalCore``: everything that walks or removes directories."""
+
+    dur: io.Durability
+    cache: HistoryCache
+    _open_lock: threading.Lock
+
+    def root(self) -> int:  # pragma: no cover - provided by LocalCore
+        raise NotImplementedError
+
+    def _read_head(self, kd: int, where: str) -> Head | None:
+        data = io.read_file(kd, HEAD)
+        return None if data is None else decode_head_file(data, where)
+
+    # ------------------------------------------------------------------ delete
+
+    def _clear_dir(self, fd: int) -> None:
+        for entry in os.listdir(fd):
+            io.rmtree_at(fd, entry)
+
+    def _key_leaves(self, fd: int, prefix: list[str]) -> list[list[str]]:
+        """Every key directory (as path parts) below a session directory."""
+        out: list[list[str]] = []
+        with os.scandir(fd) as it:
+            entries = list(it)
+        for entry in entries:
+            if is_private(entry.name) or not entry.is_dir(follow_symlinks=False):
+                continue
+            parts = [*prefix, entry.name]
+            if entry.name.endswith(MORE):
+                sub = os.open(entry.name, io.DIR_FLAGS, dir_fd=fd)
+                try:
+                    out += self._key_leaves(sub, parts)
+                finally:
+                    os.close(sub)
+            elif parts_to_id(parts) is not None:
+                out.append(parts)
+        return out
+
+    def _has_key(self, sd: int) -> bool:
+        for parts in self._key_leaves(sd, []):
+            kd = io.walk(sd, parts, create=False, dur=self.dur)
+            if kd is not None:
+                try:
+                    os.stat(HEAD, dir_fd=kd, follow_symlinks=False)
+                    return True
+                except FileNotFoundError:
+                    pass
+                finally:
+                    os.close(kd)
+        return False
+
+    def _drop_if_empty(self, pd: int, name: str, sd: int, *, keep_fence: bool) -> bool:
+        """Remove a session directory that holds no committed key (caller holds its lock)."""
+        if self._has_key(sd) or (keep_fence and io.read_file(sd, FENCE) is not None):
+            return False
+        self._clear_dir(sd)  # empty key dirs, temp files, the fence, the lock (we hold it)
+        try:
+            os.rmdir(name, dir_fd=pd)
+        except OSError:
+            return False  # someone created a new lock file meanwhile: they own it now
+        if self.dur.poisoned is None:  # cleanup after a failed fsync must not fsync again
+            self.dur.fsync(pd, "the user directory (session removal)")
+        return True
+
+    def delete(self, user_id: str, session_id: str, key: str | None) -> bool:
+        root = self.root()
+        where = where_of(user_id, session_id, key or "*")
+        sparts = slot_parts(user_id, session_id)
+        try:
+            for _ in range(RETRIES):
+                fds: list[int] = []
+                try:
+                    pd = io.walk(root, sparts[:-1], create=False, dur=self.dur)
+                    if pd is None:
+                        return False
+                    fds.append(pd)
+                    sd = io.open_dir(pd, sparts[-1], create=False, dur=self.dur)
+                    if sd is None:
+                        return False
+                    fds.append(sd)
+                    try:
+                        lk = os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd)
+                    except FileNotFoundError:
+                        continue
+                    fds.append(lk)
+                    fcntl.flock(lk, fcntl.LOCK_EX)
+                    if os.fstat(lk).st_nlink == 0:
+                        continue
+                    leaves = self._key_leaves(sd, []) if key is None else [id_parts(key)]
+                    existed = False
+                    for parts in leaves:
+                        existed = self._delete_key(sd, parts) or existed
+                    self.cache.drop(user_id, session_id, key)
+                    self._drop_if_empty(pd, sparts[-1], sd, keep_fence=key is not None)
+                    return existed
+                finally:
+                    for fd in reversed(fds):
+                        os.close(fd)
+        except OSError as exc:
+            raise io.mapped(exc, f"deleting {where}") from exc
+        raise StoreUnavailable(f"{where}: the slot kept changing during the delete")
+
+    def _delete_key(self, sd: int, parts: list[str]) -> bool:
+        """Unlink the head first (durably: the key is gone from then on), then the rest."""
+        kpd = io.walk(sd, parts[:-1], create=False, dur=self.dur)
+        if kpd is None:
+            return False
+        try:
+            kd = io.open_dir(kpd, parts[-1], create=False, dur=self.dur)
+            if kd is None:
+                return False
+            try:
+                try:
+                    os.unlink(HEAD, dir_fd=kd)
+                    existed = True
+                    self.dur.fsync(kd, "the slot directory (delete)")
+                except FileNotFoundError:
+                    existed = False
+            finally:
+                os.close(kd)
+            io.rmtree_at(kpd, parts[-1])
+            return existed
+        finally:
+            os.close(kpd)
+
+    # ------------------------------------------------------------------ listing and sweeping
+
+    def list_sessions(self, user_id: str) -> list[tuple[str, list[str]]]:
+        """Every session id of a user with its path parts, sorted; no payload is read."""
+        root = self.root()
+        try:
+            ud = io.walk(root, id_parts(user_id), create=False, dur=self.dur)
+            if ud is None:
+                return []
+            try:
+                found = [(parts_to_id(p), p) for p in self._key_leaves(ud, [])]
+            finally:
+                os.close(ud)
+        except OSError as exc:
+            raise io.mapped(exc, f"listing the sessions of user_id={user_id!r}") from exc
+        return sorted((sid, p) for sid, p in found if sid is not None)
+
+    def session_has_state(self, user_id: str, parts: list[str]) -> bool:
+        try:
+            sd = io.walk(self.root(), id_parts(user_id) + parts, create=False, dur=self.dur)
+            if sd is None:
+                return False
+            try:
+                return self._has_key(sd)
+            finally:
+                os.close(sd)
+        except OSError as exc:
+            raise io.mapped(exc, f"listing the sessions of user_id={user_id!r}") from exc
+
+    def sweep(self, older_than: float) -> int:
+        try:
+            return self._sweep(self.root(), older_than)
+        except OSError as exc:
+            raise io.mapped(exc, "sweeping temp files") from exc
+
+    def _sweep(self, fd: int, older_than: float) -> int:
+        """Remove temp files and superseded record files older than ``older_than`` seconds."""
+        now = time.time()
+        removed = io.sweep_dir(fd, older_than, now)
+        names = os.listdir(fd)
+        if HEAD in names:
+            try:
+                current = self._read_head(fd, "sweep")
+            except CorruptState:
+                current = None  # never remove anything next to a head we cannot read
+            if current is not None:
+                for name in names:
+                    if is_log_name(name) and name != log_name(current.gen):
+                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                        if now - st.st_mtime >= older_than:
+                            io.unlink_quiet(fd, name)
+                            removed += 1
+        for name in names:
+            if is_private(name):
+                continue
+            try:
+                sub = os.open(name, io.DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                continue  # a file, a symlink (never followed) or gone
+            try:
+                removed += self._sweep(sub, older_than)
+            finally:
+                os.close(sub)
+        return removed

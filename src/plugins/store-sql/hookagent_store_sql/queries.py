@@ -11,7 +11,6 @@ from sqlalchemy import (
     Integer,
     and_,
     bindparam,
-    case,
     cast,
     delete,
     insert,
@@ -30,9 +29,6 @@ from sqlalchemy.sql import Select
 from .errors import is_duplicate
 from .schema import Tables
 
-NO_GENERATION = -(2**62)
-"""A generation no slot ever has (``cgen`` when the reader caches nothing)."""
-
 
 class RetryTransaction(Exception):
     """Raised inside a write when a race means the transaction must simply run again."""
@@ -50,7 +46,6 @@ class Queries:
             s.c.message_count,
             s.c.head.label("body"),
         ).where(s.c.user_id == u, s.c.slot_hash == h)
-        start = case((s.c.generation == bindparam("cgen"), bindparam("start")), else_=0)
         tail = (
             select(
                 m.c.seq,
@@ -62,10 +57,13 @@ class Queries:
             .select_from(
                 m.join(s, and_(s.c.user_id == m.c.user_id, s.c.slot_hash == m.c.slot_hash))
             )
-            .where(m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= start)
+            .where(m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start"))
             .where(m.c.seq < s.c.message_count)
         )
-        # one statement = one snapshot on every dialect: the head and its tail agree
+        # one statement = one snapshot on every dialect: the head and its tail agree.
+        # ``seq >= :start`` is a plain index range (a bound computed from the joined row
+        # would make PostgreSQL scan the whole history); a reader whose cached generation
+        # turns out stale simply asks again from 0.
         self.load = union_all(head, tail).order_by(literal_column("seq"))
         self.exists = select(literal(1)).where(s.c.user_id == u, s.c.slot_hash == h)
         self.slot_row = select(s.c.version, s.c.generation, s.c.message_count).where(

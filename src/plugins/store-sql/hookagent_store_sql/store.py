@@ -38,7 +38,7 @@ from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
 from .migrations import check_migrations, flavor_of, migrate, utcnow
-from .queries import NO_GENERATION, Queries, RetryTransaction
+from .queries import Queries, RetryTransaction
 from .schema import MSG_ID_LENGTH, ROLE_LENGTH, Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
 
@@ -236,27 +236,25 @@ class SQLAgentStateStore:
         q = await self._ready()
         slot = (user_id, session_id, key)
         params = {"u": user_id, "h": slot_hash(session_id, key)}
+        cached = self._cache.get(slot)
         for _ in range(2):
-            cached = self._cache.get(slot)
-            start, cgen = (
-                (len(cached.messages), cached.generation) if cached else (0, NO_GENERATION)
-            )
+            start = len(cached.messages) if cached is not None else 0
 
-            async def fetch(conn: AsyncConnection, start: int = start, cgen: int = cgen) -> Any:
-                return (await conn.execute(q.load, {**params, "start": start, "cgen": cgen})).all()
+            async def fetch(conn: AsyncConnection, start: int = start) -> Any:
+                return (await conn.execute(q.load, {**params, "start": start})).all()
 
             rows = await self._read("load", fetch)
             if not rows or rows[0].seq != -1:
                 self._cache.drop(slot)
                 return Versioned(None, 0)
             head = rows[0]
-            if cached is not None and head.generation == cgen:
-                if start > head.message_count:  # cannot happen unless rows were edited by hand
-                    self._cache.drop(slot)
-                    continue
-                base: tuple[Msg, ...] = cached.messages
-            else:
-                base, start = (), 0
+            if cached is not None and (
+                head.generation != cached.generation or start > head.message_count
+            ):
+                cached = None  # rewritten (or recreated) since: read the whole history
+                self._cache.drop(slot)
+                continue
+            base: tuple[Msg, ...] = cached.messages if cached is not None else ()
             messages = base + self._decode_tail(rows[1:], start, head.message_count, slot)
             self._cache.put(slot, CachedSlot(head.version, head.generation, messages))
             return Versioned(decode_head(head.body, messages), head.version)

@@ -22,25 +22,27 @@ N, ATTEMPTS = 8, 250
 U, S = "cas-user", "cas-session"
 
 
-def run_workers(mode: str, root: Path, ctrl: Path) -> list[tuple[str, int | None]]:
+def run_workers(
+    mode: str, root: Path, ctrl: Path, n: int = N, attempts: int = ATTEMPTS
+) -> list[tuple[str, int | None]]:
     ctrl.mkdir()
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), mode, str(root), str(ctrl), str(w), str(ATTEMPTS)],
+            [sys.executable, str(WORKER), mode, str(root), str(ctrl), str(w), str(attempts)],
             stderr=subprocess.PIPE,
         )
-        for w in range(N)
+        for w in range(n)
     ]
     (ctrl / "go").touch()
     for p in procs:
         _, err = p.communicate(timeout=240)
         assert p.returncode == 0, err.decode()
     ops: list[tuple[str, int | None]] = []
-    for w in range(N):
+    for w in range(n):
         for line in (ctrl / f"out{w}").read_text().splitlines():
             token, version = json.loads(line)
             ops.append((token, version))
-    assert len(ops) == N * ATTEMPTS
+    assert len(ops) == n * attempts
     return ops
 
 
@@ -86,3 +88,20 @@ def test_negative_control_naive_rmw_loses_updates(tmp_path: Path) -> None:
     lost = [t for t, _ in ops if t not in stored]
     print(f"naive: {len(lost)} of {len(ops)} acknowledged updates lost")
     assert lost, "the checker failed to see a naive writer's lost updates"
+
+
+def test_saves_deletes_and_reads_racing_across_processes(tmp_path: Path) -> None:
+    """Deletes remove the slot directory and its lock file while others wait on that lock."""
+    root = tmp_path / "root"
+    ops = run_workers("mixed", root, tmp_path / "ctrl", n=6, attempts=60)
+    assert {op for op, _ in ops} >= {"save", "delete", "get", "list"}
+
+    async def final() -> None:
+        store = LocalJsonFileStore(root)
+        got = await store.get_versioned(U, S)
+        listed = (await store.list_session_ids(U)).session_ids
+        assert listed == ((S,) if got.version or await store.exists(U, S, key="obs") else ())
+        await store.aclose()
+
+    anyio.run(final)
+    assert not list(root.rglob(".tmp.*"))

@@ -40,6 +40,37 @@ async def store_mode(root: Path, worker: int, attempts: int, out: list[object]) 
     await store.aclose()
 
 
+async def mixed_mode(root: Path, worker: int, attempts: int, out: list[object]) -> None:
+    """Saves, deletes, reads and lists racing on one slot: every call must succeed."""
+    import random
+
+    from hookagent.store.base import UNCONDITIONAL
+
+    rng = random.Random(worker)
+    store = LocalJsonFileStore(root)
+    for i in range(attempts):
+        op = rng.choice(["save", "save", "save_obs", "get", "delete", "delete_key", "list"])
+        if op == "save":
+            got = await store.get_versioned(U, S)
+            state = got.state or AgentState(S, U)
+            state.context.append(Msg.user(f"w{worker}-{i}"))
+            out.append([op, await store.save_if_version(U, S, state, UNCONDITIONAL)])
+        elif op == "save_obs":
+            state = AgentState(S, U, summary=f"w{worker}-{i}")
+            out.append([op, await store.save_if_version(U, S, state, UNCONDITIONAL, key="obs")])
+        elif op == "get":
+            got = await store.get_versioned(U, S)
+            assert (got.state is None) == (got.version == 0)
+            out.append([op, got.version])
+        elif op == "delete":
+            out.append([op, await store.delete(U, S)])
+        elif op == "delete_key":
+            out.append([op, await store.delete(U, S, key="obs")])
+        else:
+            out.append([op, list((await store.list_session_ids(U)).session_ids)])
+    await store.aclose()
+
+
 def naive_mode(root: Path, worker: int, attempts: int, out: list[object]) -> None:
     path = root / "naive.json"
     for i in range(attempts):
@@ -65,6 +96,8 @@ def main() -> None:
     out: list[object] = []
     if mode == "store":
         anyio.run(store_mode, Path(root), int(worker), int(attempts), out)
+    elif mode == "mixed":
+        anyio.run(mixed_mode, Path(root), int(worker), int(attempts), out)
     else:
         naive_mode(Path(root), int(worker), int(attempts), out)
     (Path(ctrl) / f"out{worker}").write_text("\n".join(json.dumps(o) for o in out))

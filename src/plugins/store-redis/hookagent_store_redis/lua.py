@@ -13,10 +13,11 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-# KEYS: head, list, keyset, meta
+# KEYS: head, list, keyset, meta[, user index -- only when not in a cluster]
 # ARGV: 1 expected (-1 = unconditional), 2 mode (a|r), 3 base, 4 fence epoch ('' = none),
 #       5 fence owner, 6 encoded sections, 7 ttl ms (0 = none), 8 key name, 9 write id,
-#       10 expected incarnation ('' = any), 11 expected write id ('' = any), 12.. messages
+#       10 expected incarnation ('' = any), 11 expected write id ('' = any),
+#       12 encoded session id (the index member), 13.. messages
 SAVE = """
 local head, list, keyset, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected, mode, base = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -60,7 +61,7 @@ else
   gen = redis.call('HINCRBY', meta, 'g:' .. kname, 1)
 end
 if cur == 0 then inc = redis.call('HINCRBY', meta, 'i:' .. kname, 1) end
-local first, total = 12, #ARGV
+local first, total = 13, #ARGV
 local i = first
 while i <= total do
   local j = math.min(i + 999, total)
@@ -73,6 +74,7 @@ local v = cur + 1
 redis.call('HSET', head, 'v', v, 'g', gen, 'n', n, 'c', chain, 'i', inc, 'w', wid, 'd', ARGV[6])
 local created = 1 - redis.call('EXISTS', keyset)
 redis.call('SADD', keyset, kname)
+if created == 1 and KEYS[5] then redis.call('ZADD', KEYS[5], 0, ARGV[12]) end
 if fe_new ~= '' then redis.call('HSET', meta, 'fe', fe_new, 'fo', ARGV[5]) end
 local ttl = tonumber(ARGV[7])
 if ttl > 0 then
@@ -106,7 +108,8 @@ end
 return out
 """
 
-# KEYS: keyset ; ARGV: 1 session base name, 2 key name ('' = every key of the session)
+# KEYS: keyset[, user index -- only when not in a cluster] ; ARGV: 1 session base name,
+# 2 key name ('' = every key of the session), 3 encoded session id (the index member).
 # The per-key names are built from the base: same hash tag, so the same slot as KEYS[1].
 DELETE = """
 local names
@@ -116,7 +119,9 @@ for _, k in ipairs(names) do
   existed = existed + redis.call('DEL', ARGV[1] .. ':h:' .. k, ARGV[1] .. ':m:' .. k)
   redis.call('SREM', KEYS[1], k)
 end
-return {existed, redis.call('EXISTS', KEYS[1])}
+local remaining = redis.call('EXISTS', KEYS[1])
+if remaining == 0 and KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[3]) end
+return {existed, remaining}
 """
 
 # KEYS: lease, meta, queue, queue deadlines ; ARGV: owner, lease ms, waiter window ms (0 = no

@@ -5,9 +5,10 @@ key set (the session exists iff it exists) and a meta hash of counters that outl
 per user a sorted-set index of session ids. A save is one EVALSHA that checks the fence and
 the version and then appends only the new messages (RPUSH) or rewrites the list on a changed
 prefix. A warm load is one EVALSHA returning the head plus only the messages after the cached
-count. The per-user index lives in another cluster slot: it is written BEFORE a session is
-created and cleaned AFTER one is deleted (with a re-check), so a crash leaves at most a
-stale index entry, which listing skips and removes, never a session missing from the index.
+count. Outside a cluster the scripts update the per-user index in the same atomic step. In a
+cluster the index lives in another slot: it is written BEFORE a session is created and
+cleaned AFTER one is deleted (with a re-check), so a crash leaves at most a stale index
+entry, which listing skips and removes, never a session missing from the index.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class RedisAgentStateStore:
         seen_slots: int = 100_000,
         owns_client: bool = False,
         on_close: Sequence[Callable[[], Awaitable[Any]]] = (),
+        atomic_index: bool | None = None,
     ) -> None:
         if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
             raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
@@ -71,6 +73,8 @@ class RedisAgentStateStore:
         self._cache: Lru[Slot, CachedHistory] = Lru(cache_slots)
         self._seen: Lru[Slot, Seen] = Lru(seen_slots)
         self._owns_client = owns_client
+        # one node holds every key: the scripts may keep the index in the same atomic step
+        self.atomic_index = not _is_cluster(client) if atomic_index is None else atomic_index
         self._on_close = list(on_close)
 
     def __repr__(self) -> str:
@@ -176,14 +180,17 @@ class RedisAgentStateStore:
         if seen is not None and expected > 0 and seen.version == expected:
             token = (str(seen.incarnation), seen.write_id)
         write_id = secrets.token_hex(8)
-        may_create = expected <= 0
-        if may_create:  # index first: a crash after this leaves only a stale entry
+        ordered_index = expected <= 0 and not self.atomic_index
+        if ordered_index:  # index first: a crash after this leaves only a stale entry
             await self._index_add(user_id, session_id)
+        keys = [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta]
+        if self.atomic_index:
+            keys.append(self.layout.user_index(user_id))
 
         async def attempt(mode: str, messages: list[bytes]) -> Any:
             return await self._run(
                 _SAVE,
-                [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
+                keys,
                 [
                     expected,
                     mode,
@@ -195,6 +202,7 @@ class RedisAgentStateStore:
                     kname,
                     write_id,
                     *token,
+                    encode_id(session_id),
                     *messages,
                 ],
                 "save",
@@ -206,7 +214,7 @@ class RedisAgentStateStore:
             res = await attempt("r", [encode_msg(m) for m in history])
             status = _s(res[0])
         if status == "FENCED":
-            if may_create:
+            if ordered_index:
                 await self._index_remove_checked(user_id, session_id)
             holder = fence.owner if fence is not None else None
             raise Fenced(
@@ -234,7 +242,7 @@ class RedisAgentStateStore:
             raise CorruptState(f"unexpected answer {status!r} from the save script")
         version, gen, count, head_chain = int(res[1]), int(res[2]), int(res[3]), _s(res[4])
         incarnation, created = int(res[5]), int(res[6])
-        if created:  # repairs a concurrent delete's index clean-up that ran before our create
+        if created and ordered_index:  # repairs a racing delete's clean-up that ran before us
             await self._index_add(user_id, session_id)
         if count == len(history):
             self._cache.put(slot, CachedHistory(gen, head_chain, tuple(history)))
@@ -249,9 +257,11 @@ class RedisAgentStateStore:
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
         sk = self.layout.session(user_id, session_id)
-        res = await self._run(
-            _DELETE, [sk.keyset], [sk.base, "" if key is None else encode_id(key)], "delete"
-        )
+        keys = [sk.keyset]
+        if self.atomic_index:
+            keys.append(self.layout.user_index(user_id))
+        args = [sk.base, "" if key is None else encode_id(key), encode_id(session_id)]
+        res = await self._run(_DELETE, keys, args, "delete")
         existed, remaining = int(res[0]) > 0, int(res[1])
         if key is None:
             self._cache.drop_session(user_id, session_id)
@@ -259,7 +269,7 @@ class RedisAgentStateStore:
         else:
             self._cache.pop((user_id, session_id, key))
             self._seen.pop((user_id, session_id, key))
-        if not remaining:  # data first, index after: a crash leaves only a stale entry
+        if not remaining and not self.atomic_index:  # data first, index after (see above)
             await self._index_remove_checked(user_id, session_id)
         return existed
 
@@ -332,6 +342,12 @@ class RedisAgentStateStore:
             for close in self._on_close:
                 with translated("close"):
                     await close()
+
+
+def _is_cluster(client: Any) -> bool:
+    from redis.asyncio.cluster import RedisCluster
+
+    return isinstance(client, RedisCluster)
 
 
 def _decode_member(member: str) -> str:

@@ -102,3 +102,15 @@ def _run_workers(mode: str, url: str, prefix: str, n: int, count: int) -> list[d
 @pytest.fixture
 def run_workers() -> Callable[..., list[dict[str, Any]]]:
     return _run_workers
+
+
+@pytest.fixture(params=["standalone", "cluster"])
+async def topology_store(request: pytest.FixtureRequest) -> AsyncIterator[RedisAgentStateStore]:
+    """A fresh store on standalone, then on the cluster (the two index protocols)."""
+    url = (
+        STANDALONE
+        if request.param == "standalone"
+        else request.getfixturevalue("redis_cluster").url
+    )
+    async with fresh_store(url) as store:
+        yield store

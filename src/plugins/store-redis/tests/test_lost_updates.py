@@ -43,7 +43,7 @@ async def test_cas_standalone_no_lost_update(
 async def test_cas_cluster_no_lost_update(
     cluster_store: RedisAgentStateStore, redis_cluster: ClusterInfo, run_workers: Any
 ) -> None:
-    await check_cas(cluster_store, redis_cluster.url, 150, run_workers)
+    await check_cas(cluster_store, redis_cluster.url, 100, run_workers)
 
 
 async def test_naive_read_modify_write_loses_updates(

@@ -73,7 +73,7 @@ async def test_one_round_trip_per_save_and_per_warm_load(
 ) -> None:
     store, proxy = counted
     await store.save_if_version("u", "s", AgentState("s", "u"), 0)
-    assert proxy.names() == ["zadd", "evalsha", "zadd"]  # creation: index, data, index re-check
+    assert proxy.names() == ["evalsha"]  # one node: the script indexes the session atomically
     for i in range(5):
         proxy.calls.clear()
         got = await store.get_versioned("u", "s")
@@ -83,7 +83,7 @@ async def test_one_round_trip_per_save_and_per_warm_load(
         assert proxy.names() == ["evalsha", "evalsha"]  # one load, one save
         load_answer, save_args = proxy.calls[0][2], proxy.calls[1][1]
         assert len(load_answer) == 9  # head only: the cached messages were not re-read
-        assert len(save_args) == 6 + 11 + 4  # sha, numkeys, 4 keys, 11 fixed args, 4 messages
+        assert len(save_args) == 2 + 5 + 12 + 4  # sha, numkeys, 5 keys, 12 fixed args, 4 msgs
 
 
 async def test_warm_load_reads_only_the_tail_written_by_another_instance(
@@ -337,10 +337,27 @@ async def test_sliding_ttl(standalone_store: RedisAgentStateStore) -> None:
         await no_ttl.aclose()
 
 
+async def test_cluster_orders_index_and_data(cluster_store: RedisAgentStateStore) -> None:
+    """In a cluster the index is another slot: index, data, index on create; data, index on
+    delete."""
+    assert cluster_store.atomic_index is False
+    proxy = Counting(cluster_store.client)
+    store = RedisAgentStateStore(proxy, prefix=cluster_store.prefix, atomic_index=False)
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    assert proxy.names() in (["zadd", "evalsha", "zadd"], ["zadd", "eval", "zadd"])
+    proxy.calls.clear()
+    await store.save_if_version("u", "s", AgentState("s", "u"), 1)
+    assert len(proxy.calls) == 1
+    proxy.calls.clear()
+    assert await store.delete("u", "s")
+    assert proxy.names() in (["evalsha", "zrem", "exists"], ["eval", "zrem", "exists"])
+    assert (await store.list_session_ids("u")).session_ids == ()
+
+
 async def test_crash_orders_leave_only_stale_index_entries(
-    standalone_store: RedisAgentStateStore,
+    topology_store: RedisAgentStateStore,
 ) -> None:
-    store = standalone_store
+    store = topology_store
     index = store.layout.user_index("u")
     await store.save_if_version("u", "live", AgentState("live", "u"), 0)
     await store._index_add("u", "crashed-create")  # crash after the index write, before data

@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from .pm import cli_plugin_manager
 
-        pm = cli_plugin_manager()
+        pm = cli_plugin_manager(strict=False if argv[:1] == ["plugins"] else None)
         registry = collect_commands(pm)
         args = build_parser(registry).parse_args(argv)
         args.plugin_manager = pm

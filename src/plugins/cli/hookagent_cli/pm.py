@@ -19,16 +19,21 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def cli_plugin_manager() -> HookagentPluginManager:
+def cli_plugin_manager(*, strict: bool | None = None) -> HookagentPluginManager:
+    """``strict=None`` follows ``HOOKAGENT_STRICT_PLUGINS``; ``hookagent plugins`` passes False
+    so that it can still report the plugin that fails."""
     blocked = [b.strip() for b in os.environ.get("HOOKAGENT_BLOCKED_PLUGINS", "").split(",")]
     blocked = [b for b in blocked if b]
     pm = create_plugin_manager(autoload=False, blocked=blocked)
-    pm.hook.hookagent_add_hookspecs.call_historic(kwargs={"pluginmanager": pm})
+    add_specs = pm.hook.hookagent_add_hookspecs
+    if not getattr(add_specs, "_call_history", None):  # unless the kernel made the call already
+        add_specs.call_historic(kwargs={"pluginmanager": pm})
     caller = getattr(pm.hook, "hookagent_register_cli_commands", None)
     if caller is None or caller.spec is None:
         pm.add_hookspecs(hookspecs)
     if not _flag("HOOKAGENT_DISABLE_PLUGIN_AUTOLOAD"):
-        pm.load_entry_points(strict=_flag("HOOKAGENT_STRICT_PLUGINS"), blocked=blocked)
+        strict = _flag("HOOKAGENT_STRICT_PLUGINS") if strict is None else strict
+        pm.load_entry_points(strict=strict, blocked=blocked)
     if not pm.is_registered(cli_plugin) and pm.get_plugin("cli") is None:
         pm.register(cli_plugin, name="cli")
     pm.check_pending()

@@ -148,6 +148,7 @@ async def _import(args: argparse.Namespace, store: Any, config: AgentConfig) -> 
     if args.session is not None:
         state.session_id = check_id(args.session, "session_id")
     user, session = state.user_id, state.session_id
+    state.context.replace(list(state.context))  # nothing of it is stored yet: write it whole
     expected: Any = UNCONDITIONAL if args.force else 0
     try:
         version = await store.save_if_version(user, session, state, expected)

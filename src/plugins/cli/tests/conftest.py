@@ -37,6 +37,7 @@ def cli_env(state_home: Path) -> dict[str, str]:
     env["HOOKAGENT_BLOCKED_PLUGINS"] = BLOCKED
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "120"
+    env["PYTHONFAULTHANDLER"] = "1"  # a hung child dumps its threads on SIGABRT (see wait)
     return env
 
 
@@ -130,7 +131,13 @@ class PtyProcess:
             self._read(0.1)
         while self._read(0.05):
             pass
-        rc = self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        rc = self.proc.poll()
+        if rc is None:
+            os.kill(self.proc.pid, signal.SIGABRT)  # faulthandler prints every thread's stack
+            end = time.monotonic() + 5
+            while time.monotonic() < end and self._read(0.2):
+                pass
+            raise AssertionError(f"still running after {timeout}s; output:\n{self.output}")
         return rc
 
     def close(self) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import anyio
 from hookagent import AgentState
-from hookagent_store_jsonfile.local import LocalJsonFileStore
 
 
 def test_demo_tells_the_interrupted_then_resumed_story(hk, state_home: Path) -> None:
@@ -35,6 +34,8 @@ def test_demo_tells_the_interrupted_then_resumed_story(hk, state_home: Path) -> 
     assert len(out.splitlines()) < 60
 
     async def load() -> AgentState:
+        from hookagent_store_jsonfile.local import LocalJsonFileStore
+
         store = LocalJsonFileStore(state_home / "hookagent")
         try:
             got = await store.get_versioned("demo", "demo-test")

@@ -30,7 +30,7 @@ def env_with_broken(cli_env, tmp_path: Path) -> dict[str, str]:
     return {**cli_env, "PYTHONPATH": ":".join(path), "HOOKAGENT_BLOCKED_PLUGINS": ""}
 
 
-def test_plugins_lists_hooks_and_reports_the_broken_one(hk, env_with_broken) -> None:
+def test_plugins_lists_hooks_and_reports_the_broken_one(hk, env_with_broken, cli_env) -> None:
     proc = hk("plugins", env=env_with_broken)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -54,8 +54,20 @@ def test_plugins_lists_hooks_and_reports_the_broken_one(hk, env_with_broken) -> 
     assert "file" in data["registered"]["store schemes"]
 
     # the broken plugin does not stop the other commands either
-    run = hk("run", "--user", "u", "-q", "hello", env=env_with_broken)
+    env = {**env_with_broken, "HOOKAGENT_BLOCKED_PLUGINS": cli_env["HOOKAGENT_BLOCKED_PLUGINS"]}
+    run = hk("run", "--user", "u", "-q", "hello", env=env)
     assert run.returncode == 0 and run.stdout.startswith("[demo model] You said")
+
+
+def test_strict_mode_fails_commands_but_plugins_still_reports(hk, env_with_broken, cli_env) -> None:
+    blocked = cli_env["HOOKAGENT_BLOCKED_PLUGINS"]
+    env = {**env_with_broken, "HOOKAGENT_STRICT_PLUGINS": "1", "HOOKAGENT_BLOCKED_PLUGINS": blocked}
+    proc = hk("run", "--user", "u", "hello", env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("hookagent: error: PluginLoadError: plugin 'broken-demo'")
+    assert proc.stderr.count("\n") == 1
+    listed = hk("plugins", env=env)
+    assert listed.returncode == 0 and "FAILED: broken-demo" in listed.stdout
 
 
 def test_blocked_plugins_are_listed_as_blocked(hk, cli_env) -> None:

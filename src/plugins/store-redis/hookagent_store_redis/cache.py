@@ -75,9 +75,5 @@ class Lru(Generic[K, V]):
     def pop(self, key: K) -> None:
         self._data.pop(key, None)
 
-    def drop_session(self, user_id: str, session_id: str) -> None:
-        for k in [k for k in self._data if k[:2] == (user_id, session_id)]:  # type: ignore[index]
-            del self._data[k]
-
     def __len__(self) -> int:
         return len(self._data)

@@ -110,6 +110,7 @@ return out
 
 # KEYS: keyset[, user index -- only when not in a cluster] ; ARGV: 1 session base name,
 # 2 key name ('' = every key of the session), 3 encoded session id (the index member).
+# -> {deleted key count, session still exists, key names looked at...}
 # The per-key names are built from the base: same hash tag, so the same slot as KEYS[1].
 DELETE = """
 local names
@@ -121,7 +122,9 @@ for _, k in ipairs(names) do
 end
 local remaining = redis.call('EXISTS', KEYS[1])
 if remaining == 0 and KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[3]) end
-return {existed, remaining}
+local out = {existed, remaining}
+for _, k in ipairs(names) do out[#out + 1] = k end
+return out
 """
 
 # KEYS: lease, meta, queue, queue deadlines ; ARGV: owner, lease ms, waiter window ms (0 = no

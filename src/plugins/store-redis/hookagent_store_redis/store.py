@@ -263,12 +263,9 @@ class RedisAgentStateStore:
         args = [sk.base, "" if key is None else encode_id(key), encode_id(session_id)]
         res = await self._run(_DELETE, keys, args, "delete")
         existed, remaining = int(res[0]) > 0, int(res[1])
-        if key is None:
-            self._cache.drop_session(user_id, session_id)
-            self._seen.drop_session(user_id, session_id)
-        else:
-            self._cache.pop((user_id, session_id, key))
-            self._seen.pop((user_id, session_id, key))
+        for name in {_decode_member(_s(n)) for n in res[2:]} | ({key} if key else set()):
+            self._cache.pop((user_id, session_id, name))
+            self._seen.pop((user_id, session_id, name))
         if not remaining and not self.atomic_index:  # data first, index after (see above)
             await self._index_remove_checked(user_id, session_id)
         return existed

@@ -104,3 +104,48 @@ def test_import_rejects_a_corrupt_file_and_writes_nothing(hk, tmp_path: Path) ->
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "hookagent: error: " in proc.stderr
     assert hk("sessions", "list", *ANN).stdout == ""
+
+
+def test_show_prints_summary_sections_and_tool_results(hk, tmp_path: Path) -> None:
+    from hookagent import (
+        Msg,
+        PermissionRule,
+        Todo,
+        ToolResultBlock,
+        ToolUseBlock,
+    )
+
+    state = AgentState(session_id="rich", user_id="ann", summary="Planning a trip to Lisbon.")
+    state.permission_context.mode = "ask"
+    state.permission_context.rules.append(PermissionRule("shell", "deny", "rm *"))
+    state.plan_mode_context.active = True
+    state.plan_mode_context.plan_file = "plan.md"
+    state.tasks_context.objective = "book the trip"
+    state.tasks_context.todos.append(Todo("find flights", "in_progress"))
+    state.tool_context.activated_groups.append("travel")
+    state.put_section("memory", {"notes": ["likes trains"]})
+    use = ToolUseBlock("call_1", "search", {"q": "flights to Lisbon"})
+    state.context.extend(
+        [
+            Msg.user("find me a flight"),
+            Msg.assistant([use]),
+            Msg("tool", [ToolResultBlock("call_1", "search", (), "denied")]),
+            Msg.assistant("I may not search."),
+        ]
+    )
+    path = tmp_path / "rich.json"
+    path.write_text(state.to_json())
+    assert hk("sessions", "import", str(path)).returncode == 0
+    shown = hk("sessions", "show", "--user", "ann", "--session", "rich")
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "version 1, 4 messages, 1 tool calls, 1 results" in out
+    assert "summary: Planning a trip to Lisbon." in out
+    assert "permissions: mode ask; rules: deny shell(rm *)" in out
+    assert "plan mode: on (plan file: plan.md)" in out
+    assert "tasks (revision 0): objective 'book the trip'" in out
+    assert "  [in_progress] find flights" in out
+    assert "tool groups: travel" in out
+    assert 'extension memory: {"notes": ["likes trains"]}' in out
+    assert "→ search(q='flights to Lisbon')  [call_1]" in out
+    assert "← search → denied:" in out

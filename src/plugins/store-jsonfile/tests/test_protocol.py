@@ -8,12 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hookagent.codec import encode_msg
 from hookagent.errors import CorruptState
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_jsonfile import LocalJsonFileStore, posixio
 from hookagent_store_jsonfile.layout import id_parts, slot_parts
-from hookagent_store_jsonfile.records import RECORD, decode_head_file
+from hookagent_store_jsonfile.records import RECORD, decode_head_file, frame
 
 pytestmark = pytest.mark.anyio
 
@@ -210,3 +211,30 @@ async def test_multi_writer_refused_on_network_filesystems(
         await LocalJsonFileStore(tmp_path / "a").get_versioned("u", "s")
     single = LocalJsonFileStore(tmp_path / "b", writers="single")
     assert await single.save_if_version("u", "s", AgentState("s", "u"), 0) == 1
+
+
+async def test_every_tear_recovers_and_every_flip_fails_closed(tmp_path: Path) -> None:
+    """G3 on the record file: a tear at every byte of an uncommitted record recovers the
+    committed prefix; a flipped bit at every byte of the last committed record is refused."""
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    log = the_log(tmp_path)
+    committed = log.read_bytes()
+    # the bytes a writer would append for one more message, never committed by a head
+    tail = frame([encode_msg(Msg.user("m3"))])
+    for cut in range(len(tail) + 1):
+        log.write_bytes(committed + tail[:cut])
+        assert await texts(LocalJsonFileStore(tmp_path, cache_slots=0)) == ["m0", "m1", "m2"], cut
+    log.write_bytes(committed + tail[: len(tail) // 2])
+    await grow(store, 1, "after")  # the next writer truncates the torn tail and appends
+    assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "after0"]
+    data = log.read_bytes()
+    last_start = len(committed)  # the record "after0" is the last committed one
+    for offset in range(last_start, len(data)):
+        flipped = bytearray(data)
+        flipped[offset] ^= 0x01
+        log.write_bytes(bytes(flipped))
+        with pytest.raises(CorruptState):
+            await LocalJsonFileStore(tmp_path, cache_slots=0).get_versioned("u", "s")
+    log.write_bytes(data)
+    assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "after0"]

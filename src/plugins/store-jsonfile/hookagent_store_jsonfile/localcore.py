@@ -26,6 +26,7 @@ from hookagent.codec import decode_head, encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
     Fenced,
+    SessionStoreError,
     StoreConfigurationError,
     StoreUnavailable,
     VersionConflict,
@@ -225,8 +226,11 @@ class LocalCore(LocalTree):
                     )  # fmt: skip
                     committed = True
                 finally:
-                    if not committed:
-                        self._drop_if_empty(pd, sparts[-1], sd, keep_fence=True)
+                    if not committed:  # leave no empty slot behind a failed first save
+                        try:
+                            self._drop_if_empty(pd, sparts[-1], sd, keep_fence=True)
+                        except (OSError, SessionStoreError):
+                            pass  # best effort: the original error is the one to report
             except OSError as exc:
                 raise io.mapped(exc, f"saving {where}") from exc
             finally:

@@ -10,13 +10,10 @@ refuses every later operation, and the same data is never fsynced again (fsyncga
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from hookagent.errors import (
     CorruptState,
@@ -168,21 +165,6 @@ def unlink_quiet(dir_fd: int, name: str) -> None:
         os.unlink(name, dir_fd=dir_fd)
     except OSError:
         pass
-
-
-@contextmanager
-def flocked(dir_fd: int, name: str) -> Iterator[int | None]:
-    """Hold an exclusive flock on ``dir_fd/name``; yields None if the file was unlinked meanwhile.
-
-    A deleter unlinks the lock file while holding the lock; a waiter that then gets the lock
-    on the unlinked inode must start again (it sees ``st_nlink == 0``).
-    """
-    fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd if os.fstat(fd).st_nlink > 0 else None
-    finally:
-        os.close(fd)  # closing the last fd of the open file description releases the flock
 
 
 def rmtree_at(parent: int, name: str) -> None:

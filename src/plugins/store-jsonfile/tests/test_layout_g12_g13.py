@@ -36,7 +36,7 @@ def _safe(parts: list[str]) -> None:
         assert 0 < len(p.encode()) <= 255
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500, deadline=None, database=None)
 @given(ids)
 def test_parts_round_trip_and_are_path_safe(value: str) -> None:
     parts = id_parts(value)
@@ -44,7 +44,7 @@ def test_parts_round_trip_and_are_path_safe(value: str) -> None:
     assert parts_to_id(parts) == value
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500, deadline=None, database=None)
 @given(ids, ids, ids, ids)
 def test_slot_paths_are_injective(u1: str, s1: str, u2: str, s2: str) -> None:
     if (u1, s1) != (u2, s2):

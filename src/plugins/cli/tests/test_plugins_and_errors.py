@@ -131,3 +131,14 @@ def test_unreachable_store_is_one_line(hk, cli_env) -> None:
     assert proc.returncode == 1
     assert proc.stderr.startswith("hookagent: error: StoreUnavailable:"), proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_the_console_script_is_installed(cli_env) -> None:
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("hookagent")
+    proc = subprocess.run(
+        [str(script), "--version"], capture_output=True, text=True, env=cli_env, timeout=60
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("hookagent-cli "), proc.stderr

@@ -86,7 +86,9 @@ return {'OK', v, gen, n, chain, inc, created}
 """
 
 # KEYS: head, list, keyset, meta ; ARGV: cached generation (-1 none), cached count, ttl, key name
-# -> {version, incarnation counter, gen, n, chain, incarnation, write id, sections, from, msgs...}
+# -> {version, incarnation counter, gen, n, chain, incarnation, write id, sections, from, tail}
+# The tail is the messages from `from` joined by "\n" (encoded messages are single-line JSON):
+# one bulk reply instead of one per message, which the client parses much faster.
 LOAD = """
 local h = redis.call('HMGET', KEYS[1], 'v', 'g', 'n', 'c', 'i', 'w', 'd')
 local ictr = tonumber(redis.call('HGET', KEYS[4], 'i:' .. ARGV[4]) or '0')
@@ -94,11 +96,9 @@ if not h[1] then return {0, ictr} end
 local g, n = tonumber(h[2]), tonumber(h[3])
 local from = 0
 if tostring(g) == ARGV[1] and n >= tonumber(ARGV[2]) then from = tonumber(ARGV[2]) end
-local out = {tonumber(h[1]), ictr, g, n, h[4], tonumber(h[5]), h[6], h[7], from}
-if n > from then
-  local tail = redis.call('LRANGE', KEYS[2], from, n - 1)
-  for i = 1, #tail do out[#out + 1] = tail[i] end
-end
+local tail = ''
+if n > from then tail = table.concat(redis.call('LRANGE', KEYS[2], from, n - 1), '\\n') end
+local out = {tonumber(h[1]), ictr, g, n, h[4], tonumber(h[5]), h[6], h[7], from, tail}
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)

@@ -117,7 +117,8 @@ class RedisAgentStateStore:
             return Versioned(None, 0)
         gen, count, head_chain = int(res[2]), int(res[3]), _s(res[4])
         incarnation, write_id, sections, start = int(res[5]), _s(res[6]), res[7], int(res[8])
-        raw = [_b(item) for item in res[9:]]
+        joined = _b(res[9])
+        raw = joined.split(b"\n") if joined else []
         if seen is not None and (
             (incarnation, version) < seen.order
             or ((incarnation, version) == seen.order and write_id != seen.write_id)

@@ -28,6 +28,10 @@ def key_dir(root: Path, user: str = "u", session: str = "s", key: str = "agent_s
     return root.joinpath(*slot_parts(user, session), *id_parts(key))
 
 
+def the_log_of(root: Path, session: str) -> Path:
+    return next(p for p in key_dir(root, session=session).iterdir() if p.name.endswith(".log"))
+
+
 def the_log(root: Path) -> Path:
     logs = [p for p in key_dir(root).iterdir() if p.name.endswith(".log")]
     assert len(logs) == 1, logs
@@ -238,3 +242,45 @@ async def test_every_tear_recovers_and_every_flip_fails_closed(tmp_path: Path) -
             await LocalJsonFileStore(tmp_path, cache_slots=0).get_versioned("u", "s")
     log.write_bytes(data)
     assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "after0"]
+
+
+async def test_save_work_does_not_grow_with_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append of 4 messages writes the same bytes and fsyncs at 4 and at 4,000 messages."""
+    store = LocalJsonFileStore(tmp_path)
+    small = AgentState("small", "u")
+    small.context.extend(Msg.user(f"h{i:04d}") for i in range(4))
+    await store.save_if_version("u", "small", small, 0)
+    big = AgentState("big", "u")
+    big.context.extend(Msg.user(f"h{i:04d}") for i in range(4000))
+    await store.save_if_version("u", "big", big, 0)
+    written: list[int] = []
+    fsyncs: list[int] = []
+    real_write, real_fsync = posixio.write_all, os.fsync
+
+    def count_write(fd: int, data: bytes, offset: int | None = None) -> None:
+        written.append(len(data))
+        real_write(fd, data, offset)
+
+    def count_fsync(fd: int) -> None:
+        fsyncs.append(fd)
+        real_fsync(fd)
+
+    async def append_four(session: str) -> tuple[int, int]:
+        got = await store.get_versioned("u", session)
+        assert got.state is not None
+        got.state.context.extend(Msg.user(f"n{i:04d}") for i in range(4))
+        written.clear()
+        fsyncs.clear()
+        await store.save_if_version("u", session, got.state, got.version)
+        return sum(written), len(fsyncs)
+
+    monkeypatch.setattr(posixio, "write_all", count_write)
+    monkeypatch.setattr(os, "fsync", count_fsync)
+    log_small = the_log_of(tmp_path, "small").stat().st_ino
+    small_bytes, small_fsyncs = await append_four("small")
+    big_bytes, big_fsyncs = await append_four("big")
+    assert the_log_of(tmp_path, "small").stat().st_ino == log_small  # appended, not rewritten
+    assert small_fsyncs == big_fsyncs == 3  # records, head temp file, directory
+    assert big_bytes - small_bytes < 64  # only the head's counters differ in length

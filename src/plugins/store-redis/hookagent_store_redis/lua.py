@@ -94,6 +94,7 @@ local h = redis.call('HMGET', KEYS[1], 'v', 'g', 'n', 'c', 'i', 'w', 'd')
 local ictr = tonumber(redis.call('HGET', KEYS[4], 'i:' .. ARGV[4]) or '0')
 if not h[1] then return {0, ictr} end
 local g, n = tonumber(h[2]), tonumber(h[3])
+if not g or not n or not tonumber(h[1]) or not tonumber(h[5]) then return {-1, ictr} end
 local from = 0
 if tostring(g) == ARGV[1] and n >= tonumber(ARGV[2]) then from = tonumber(ARGV[2]) end
 local tail = ''

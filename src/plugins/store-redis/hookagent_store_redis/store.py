@@ -109,6 +109,11 @@ class RedisAgentStateStore:
             "load",
         )
         version, counter = int(res[0]), int(res[1])
+        if version < 0:
+            raise CorruptState(
+                f"head of user_id={user_id!r} session_id={session_id!r} key={key!r} "
+                "lacks its version, generation, count or incarnation"
+            )
         if version == 0:
             self._cache.pop(slot)
             self._seen.pop(slot)
@@ -164,10 +169,13 @@ class RedisAgentStateStore:
         ):
             raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
         if fence is not None and (
-            not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0
+            not isinstance(fence, Fence)
+            or type(fence.epoch) is not int
+            or not 0 <= fence.epoch < 2**53  # exact in Lua's doubles
+            or not isinstance(fence.owner, str)
         ):
-            raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")
-        expected = -1 if expected_version is UNCONDITIONAL else int(expected_version)  # type: ignore[call-overload]
+            raise ValueError(f"fence must be a Fence(int epoch >= 0, str owner), got {fence!r}")
+        expected = -1 if expected_version is UNCONDITIONAL else int(expected_version)
         # validate and encode everything before anything is written
         sections = encode_head(state)
         history = state.context

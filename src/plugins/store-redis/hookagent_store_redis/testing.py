@@ -42,7 +42,7 @@ def free_port(*, bus: bool = False) -> int:
     for _ in range(200):
         with socket.socket() as s:
             s.bind((HOST, 0))
-            port = s.getsockname()[1]
+            port = int(s.getsockname()[1])
         if port + 10000 < 65536 and (not bus or _port_free(port + 10000)):
             return port
     raise RuntimeError("no free port pair")

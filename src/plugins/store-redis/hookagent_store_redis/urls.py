@@ -58,7 +58,8 @@ def _hosts(netloc: str, default_port: int) -> tuple[str | None, str | None, list
 
 
 def _split_options(query: str) -> tuple[dict[str, str], dict[str, str]]:
-    ours, theirs = {}, {}
+    ours: dict[str, str] = {}
+    theirs: dict[str, str] = {}
     for k, v in parse_qsl(query, keep_blank_values=True):
         (ours if k in (*_STORE_OPTIONS, "sentinel_password") else theirs)[k] = v
     return ours, theirs
@@ -159,7 +160,7 @@ def _sentinel(
     }
     if ours.get("sentinel_password"):
         sentinel_kw["password"] = ours["sentinel_password"]
-    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kw)
+    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kw)  # type: ignore[no-untyped-call]
     client = sentinel.master_for(
         segments[0], db=db, username=user, password=password, ssl=tls, **kw
     )

@@ -387,6 +387,10 @@ async def test_corrupt_stored_data_is_a_typed_error(standalone_store: RedisAgent
     store.forget("u", "s")
     with pytest.raises(CorruptState):
         await store.get_versioned("u", "s")
+    await store.client.hdel(sk.head("agent_state"), "g")
+    with pytest.raises(CorruptState):
+        await store.get_versioned("u", "s")
+    await store.client.hset(sk.head("agent_state"), "g", 1)
     await store.client.rpush(sk.messages("agent_state"), b"junk")
     with pytest.raises(CorruptState):
         await connect(STANDALONE, prefix=store.prefix).get_versioned("u", "s")

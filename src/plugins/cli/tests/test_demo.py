@@ -74,3 +74,15 @@ def test_demo_without_a_persistent_default_store_says_so(hk, cli_env) -> None:
         "default store (is hookagent-store-jsonfile installed?); pass --store URL, e.g. "
         "--store file:///tmp/hookagent-state"
     ]
+
+
+def test_demo_on_a_store_given_by_url(hk, cli_env, tmp_path: Path) -> None:
+    env = {**cli_env, "HOOKAGENT_BLOCKED_PLUGINS": "model-openai,store-redis,example-tools"}
+    url = f"sqlite+aiosqlite:///{tmp_path / 'demo.db'}"
+    proc = hk("demo", "--store", url, "--session", "d1", "--interrupt-after", "0.3", env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert f"The state lives in: {url}" in proc.stdout
+    assert "now 11 messages, version 3" in proc.stdout
+    assert not (tmp_path / "state").exists()  # nothing went to the default store
+    listed = hk("sessions", "list", "--user", "demo", "--store", url, "--long", env=env)
+    assert listed.stdout.split() == ["d1", "version", "3", "11", "messages"]

@@ -70,7 +70,21 @@ class Queries:
             s.c.user_id == u, s.c.slot_hash == h
         )
         self.version_of = select(s.c.version).where(s.c.user_id == u, s.c.slot_hash == h)
+        # the compare-and-set: it also proves generation and count are what the caller read
+        self.cas_slot = (
+            update(s)
+            .where(s.c.user_id == u, s.c.slot_hash == h, s.c.version == bindparam("expected"))
+            .where(s.c.generation == bindparam("gen"), s.c.message_count == bindparam("count"))
+            .values(
+                version=bindparam("new_version"),
+                generation=bindparam("new_generation"),
+                message_count=bindparam("new_count"),
+                head=bindparam("new_head"),
+                updated_at=bindparam("now"),
+            )
+        )
         self.insert_messages = insert(m)
+        self.fence_upsert = self._fence_upsert() if backend != "mysql" else None
         self.delete_from = delete(m).where(
             m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start")
         )
@@ -90,23 +104,29 @@ class Queries:
             q = q.where(s.c.session_id > cursor)
         return q.order_by(s.c.session_id).limit(limit)
 
-    def update_slot(
-        self,
-        u: str,
-        h: str,
-        expected: int,
-        values: dict[str, Any],
-        *,
-        gen: int | None,
-        count: int | None,
-    ) -> Any:
-        s = self.t.slots
-        q = update(s).where(s.c.user_id == u, s.c.slot_hash == h, s.c.version == expected)
-        if gen is not None:
-            q = q.where(s.c.generation == gen)
-        if count is not None:
-            q = q.where(s.c.message_count == count)
-        return q.values(**values)
+    def _fence_upsert(self) -> Any:
+        """Record the epoch unless a newer one (or the same one of another owner) is stored."""
+        f = self.t.fences
+        ins = (postgresql.insert if self.backend == "postgresql" else sqlite.insert)(f)
+        ins = ins.values(
+            user_id=bindparam("u"),
+            session_id=bindparam("s"),
+            epoch=bindparam("epoch"),
+            owner=bindparam("owner"),
+            updated_at=bindparam("now"),
+        )
+        return ins.on_conflict_do_update(
+            index_elements=[f.c.user_id, f.c.session_id],
+            set_={
+                "epoch": ins.excluded.epoch,
+                "owner": ins.excluded.owner,
+                "updated_at": ins.excluded.updated_at,
+            },
+            where=or_(
+                f.c.epoch < ins.excluded.epoch,
+                and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
+            ),
+        )
 
     async def create_slot(self, conn: AsyncConnection, values: dict[str, Any]) -> bool:
         """INSERT the slot row; False if it already exists (never a phantom success)."""
@@ -131,22 +151,9 @@ class Queries:
         """Record the fence as newest, or raise ``Fenced`` if a newer one was seen."""
         f = self.t.fences
         row = {"user_id": u, "session_id": sid, "epoch": epoch, "owner": owner, "updated_at": now}
-        if self.backend in ("postgresql", "sqlite"):
-            ins = (postgresql.insert if self.backend == "postgresql" else sqlite.insert)(f)
-            ins = ins.values(**row)
-            stmt = ins.on_conflict_do_update(
-                index_elements=[f.c.user_id, f.c.session_id],
-                set_={
-                    "epoch": ins.excluded.epoch,
-                    "owner": ins.excluded.owner,
-                    "updated_at": ins.excluded.updated_at,
-                },
-                where=or_(
-                    f.c.epoch < ins.excluded.epoch,
-                    and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
-                ),
-            )
-            if (await conn.execute(stmt)).rowcount == 1:
+        if self.fence_upsert is not None:
+            params = {"u": u, "s": sid, "epoch": epoch, "owner": owner, "now": now}
+            if (await conn.execute(self.fence_upsert, params)).rowcount == 1:
                 return
         else:
             got = (

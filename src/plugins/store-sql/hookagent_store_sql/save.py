@@ -71,7 +71,7 @@ class SavePlan:
         ):
             # fast path: what we hold describes the stored row; one UPDATE proves it
             done = await self._update(
-                conn, q, now, self.expected, cached.generation, len(cached.messages), strict=True
+                conn, q, now, self.expected, cached.generation, len(cached.messages)
             )
             if done is not None:
                 return done
@@ -84,9 +84,7 @@ class SavePlan:
                 raise VersionConflict(self.u, self.s, self.k, self.expected, 0)  # type: ignore[arg-type]
             if self.expected is not UNCONDITIONAL and row.version != self.expected:
                 raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)  # type: ignore[arg-type]
-            done = await self._update(
-                conn, q, now, row.version, row.generation, row.message_count, strict=True
-            )
+            done = await self._update(conn, q, now, row.version, row.generation, row.message_count)
             if done is not None:
                 return done
         raise RetryTransaction  # the row kept changing between our read and our update
@@ -125,29 +123,23 @@ class SavePlan:
         version: int,
         generation: int,
         stored: int,
-        *,
-        strict: bool,
     ) -> tuple[int, int] | None:
         appendable = self.expected is not UNCONDITIONAL and 0 < self.base <= stored
         start = self.base if appendable else 0
         new_generation = generation if start == stored else generation + 1
         rows = self._encode(start)  # may raise InvalidState: nothing written yet
-        values = {
-            "version": version + 1,
-            "generation": new_generation,
-            "message_count": len(self.messages),
-            "head": self.head,
-            "updated_at": now,
+        params = {
+            **self._params(),
+            "expected": version,
+            "gen": generation,
+            "count": stored,
+            "new_version": version + 1,
+            "new_generation": new_generation,
+            "new_count": len(self.messages),
+            "new_head": self.head,
+            "now": now,
         }
-        stmt = q.update_slot(
-            self.u,
-            self.h,
-            version,
-            values,
-            gen=generation if strict else None,
-            count=stored if strict else None,
-        )
-        if (await conn.execute(stmt)).rowcount != 1:
+        if (await conn.execute(q.cas_slot, params)).rowcount != 1:
             return None
         if start < stored:
             await conn.execute(q.delete_from, {**self._params(), "start": start})

@@ -30,7 +30,7 @@ from .localcore import LocalCore
 T = TypeVar("T")
 
 DEFAULT_SWEEP_AFTER = 600.0
-"""Temp files older than this (seconds) are swept when the store first opens its root."""
+"""Temp files older than this (seconds) are leftovers of a killed writer, never in flight."""
 
 
 def check_expected(expected_version: object) -> None:
@@ -51,8 +51,9 @@ class LocalJsonFileStore:
     """Versioned slots in files under ``root``; safe for many processes on one local disk.
 
     :param root: the store directory (created 0700 on first use, not before).
-    :param sweep_after: seconds after which a leftover temp file is removed when the store
-        opens its root; None disables the sweep on open (``sweep()`` still works).
+    :param sweep_after: seconds after which a leftover temp file (or a record file no head
+        names) is removed: in a slot's directories the first time this instance saves that
+        slot, and everywhere by ``sweep()``. None disables the automatic per-slot sweep.
     :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
     :param writers: ``"multi"`` (default: any number of processes on this machine, locked by
         flock) or ``"single"`` (you promise one writer process). On a network filesystem,

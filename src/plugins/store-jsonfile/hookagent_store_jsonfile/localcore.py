@@ -19,6 +19,7 @@ import os
 import secrets
 import stat
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -69,6 +70,7 @@ class LocalCore(LocalTree):
         self.cache = HistoryCache(cache_slots)
         self._root_fd: int | None = None
         self._open_lock = threading.Lock()
+        self._swept: set[tuple[str, str, str]] = set()
 
     # ------------------------------------------------------------------ root
 
@@ -90,8 +92,6 @@ class LocalCore(LocalTree):
                             "multi-writer mode is refused; pass writers='single' if exactly "
                             "one process writes this store"
                         )
-                    if self.sweep_after is not None:
-                        self._sweep(fd, self.sweep_after)
                     self._root_fd = fd
         return self._root_fd
 
@@ -257,6 +257,8 @@ class LocalCore(LocalTree):
             self._check_fence(sd, fence, where)
         kd = io.walk(sd, kparts, create=False, dur=self.dur)
         try:
+            if self.sweep_after is not None and ck not in self._swept:
+                self._sweep_slot(sd, kd, ck)
             head = None if kd is None else self._read_head(kd, where)
             current = 0 if head is None else head.version
             if expected is not UNCONDITIONAL and expected != current:
@@ -281,6 +283,17 @@ class LocalCore(LocalTree):
         finally:
             if kd is not None:
                 os.close(kd)
+
+    def _sweep_slot(self, sd: int, kd: int | None, ck: tuple[str, str, str]) -> None:
+        """Once per slot and store instance, under the lock: leftovers of killed writers."""
+        assert self.sweep_after is not None
+        now = time.time()
+        self._sweep_one(sd, self.sweep_after, now)
+        if kd is not None:
+            self._sweep_one(kd, self.sweep_after, now)
+        if len(self._swept) > 65536:
+            self._swept.clear()
+        self._swept.add(ck)
 
     def _commit_head(self, kd: int, head: Head) -> None:
         """Replace ``head`` (the commit point), then fsync the directory."""

@@ -200,24 +200,33 @@ class LocalTree:
         except OSError as exc:
             raise io.mapped(exc, "sweeping temp files") from exc
 
-    def _sweep(self, fd: int, older_than: float) -> int:
-        """Remove temp files and superseded record files older than ``older_than`` seconds."""
-        now = time.time()
+    def _sweep_one(self, fd: int, older_than: float, now: float) -> int:
+        """In one directory: stale temp files, and record files its head does not name."""
         removed = io.sweep_dir(fd, older_than, now)
         names = os.listdir(fd)
-        if HEAD in names:
-            try:
-                current = self._read_head(fd, "sweep")
-            except CorruptState:
-                current = None  # never remove anything next to a head we cannot read
-            if current is not None:
-                for name in names:
-                    if is_log_name(name) and name != log_name(current.gen):
-                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                        if now - st.st_mtime >= older_than:
-                            io.unlink_quiet(fd, name)
-                            removed += 1
+        if HEAD not in names:
+            return removed
+        try:
+            current = self._read_head(fd, "sweep")
+        except CorruptState:
+            return removed  # never remove anything next to a head we cannot read
+        if current is None:
+            return removed
         for name in names:
+            if is_log_name(name) and name != log_name(current.gen):
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if now - st.st_mtime >= older_than:
+                    io.unlink_quiet(fd, name)
+                    removed += 1
+        return removed
+
+    def _sweep(self, fd: int, older_than: float) -> int:
+        """Sweep ``fd`` and every directory below it (symlinks are never followed)."""
+        removed = self._sweep_one(fd, older_than, time.time())
+        for name in os.listdir(fd):
             if is_private(name):
                 continue
             try:

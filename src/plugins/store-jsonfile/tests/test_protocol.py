@@ -172,9 +172,16 @@ async def test_stale_temp_files_are_swept(tmp_path: Path) -> None:
     assert await store.sweep(older_than=600) == 2
     assert not old.exists() and not orphan.exists() and young.exists()
     os.utime(young, (past, past))
-    await LocalJsonFileStore(tmp_path, sweep_after=600).get_versioned("u", "s")  # on open
-    assert not young.exists()
-    assert await texts(store) == ["m0", "m1"]
+    slot = tmp_path.joinpath(*slot_parts("u", "s"))
+    fence_tmp = slot / ".tmp.3.dead"
+    fence_tmp.write_bytes(b"partial fence")
+    os.utime(fence_tmp, (past, past))
+    other = LocalJsonFileStore(tmp_path, sweep_after=600)
+    await other.get_versioned("u", "s")
+    assert young.exists()  # loads never sweep (no lock held)
+    await grow(other, 1, "x")  # the first save of this slot by an instance sweeps it
+    assert not young.exists() and not fence_tmp.exists()
+    assert await texts(store) == ["m0", "m1", "x0"]
 
 
 async def test_listing_reads_no_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

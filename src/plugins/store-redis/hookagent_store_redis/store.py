@@ -13,12 +13,19 @@ entry, which listing skips and removes, never a session missing from the index.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
-from hookagent.errors import CorruptState, Fenced, InvalidIdentifier, VersionConflict
+from hookagent.errors import (
+    CorruptState,
+    Fenced,
+    InvalidIdentifier,
+    StoreUnavailable,
+    VersionConflict,
+)
 from hookagent.state import AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
@@ -29,6 +36,7 @@ from hookagent.store.base import (
     Versioned,
 )
 from hookagent.store.ids import check_id, check_slot, decode_id, encode_id
+from redis import exceptions as rx
 
 from . import lua
 from .cache import CachedHistory, Lru, Seen, Slot, chain
@@ -36,6 +44,8 @@ from .errors import VersionRegression, translated
 from .keys import DEFAULT_PREFIX, KeyLayout
 
 _SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
+RETRIES = 1
+_RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
 
 
 def _s(value: Any) -> str:
@@ -85,8 +95,26 @@ class RedisAgentStateStore:
         return self.layout.prefix
 
     async def _run(self, script: lua.Script, keys: list[str], args: list[Any], what: str) -> Any:
-        with translated(what):
-            return await script.run(self.client, keys, args)
+        return (await self._run_tracked(script, keys, args, what))[0]
+
+    async def _run_tracked(
+        self, script: lua.Script, keys: list[str], args: list[Any], what: str
+    ) -> tuple[Any, bool]:
+        """Run a script; a lost connection (killed client, failover) is retried once.
+
+        Every script is safe to repeat: loads and deletes are idempotent, a save carries a
+        write id that makes a replay of an applied save a no-op. Returns (answer, re-sent?):
+        a re-sent save cannot trust a conflict answer (see ``save_if_version``).
+        """
+        for attempt in range(RETRIES + 1):
+            try:
+                with translated(what):
+                    return await script.run(self.client, keys, args), attempt > 0
+            except StoreUnavailable as exc:
+                if attempt == RETRIES or not isinstance(exc.__cause__, _RETRYABLE):
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ load
 
@@ -196,8 +224,8 @@ class RedisAgentStateStore:
         if self.atomic_index:
             keys.append(self.layout.user_index(user_id))
 
-        async def attempt(mode: str, messages: list[bytes]) -> Any:
-            return await self._run(
+        async def attempt(mode: str, messages: list[bytes]) -> tuple[Any, bool]:
+            return await self._run_tracked(
                 _SAVE,
                 keys,
                 [
@@ -217,11 +245,18 @@ class RedisAgentStateStore:
                 "save",
             )
 
-        res = await attempt("a" if append else "r", payload)
+        res, resent = await attempt("a" if append else "r", payload)
         status = _s(res[0])
         if status == "REWRITE":  # the stored history is shorter than the unchanged prefix
-            res = await attempt("r", [encode_msg(m) for m in history])
+            res, resent = await attempt("r", [encode_msg(m) for m in history])
             status = _s(res[0])
+        if status in ("CONFLICT", "FENCED") and resent:
+            # re-sent after a lost connection: the first send may have been applied and then
+            # overwritten by another writer, so a conflict here does not prove ours failed
+            raise StoreUnavailable(
+                f"connection lost during a save on user_id={user_id!r} "
+                f"session_id={session_id!r} key={key!r}; the outcome is unknown (reload)"
+            )
         if status == "FENCED":
             if ordered_index:
                 await self._index_remove_checked(user_id, session_id)

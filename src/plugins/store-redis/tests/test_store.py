@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+import redis
 from hookagent import AgentState, Msg
 from hookagent.errors import CorruptState, StoreConfigurationError, StoreUnavailable
 from hookagent.store import UNCONDITIONAL
@@ -481,3 +482,77 @@ def test_entry_point_registers_every_scheme() -> None:
         "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"
     }  # fmt: skip
     assert isinstance(registered["redis"](STANDALONE), RedisAgentStateStore)
+
+
+async def test_killed_connections_are_transparent(standalone_store: RedisAgentStateStore) -> None:
+    """CLIENT KILL between calls: the driver reconnects; a save replayed by it is applied once."""
+    name = standalone_store.prefix
+    store = connect(STANDALONE, prefix=name, client_options={"client_name": name})
+    admin = standalone_store.client
+    try:
+        state = AgentState("s", "u")
+        for i in range(3):
+            turn(state, i)
+            await store.save_if_version("u", "s", state, i)
+            for entry in await admin.client_list():
+                if entry.get("name") == name:
+                    await admin.client_kill_filter(_id=entry["id"])
+            got = await store.get_versioned("u", "s")
+            assert got.version == i + 1 and len(got.state.context) == 4 * (i + 1)  # type: ignore[union-attr]
+    finally:
+        await store.aclose()
+
+
+class LosesReplies:
+    """A client proxy that runs the next save, then 'loses the reply' (ConnectionError)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.armed = False
+        self.meanwhile: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in ("evalsha", "eval"):
+            return attr
+
+        async def call(*args: Any) -> Any:
+            result = await attr(*args)
+            if self.armed and len(args) > 8:  # a save
+                self.armed = False
+                if self.meanwhile is not None:
+                    await self.meanwhile()
+                raise redis.exceptions.ConnectionError("reply lost")
+            return result
+
+        return call
+
+
+async def test_lost_reply_save_is_retried_once_and_applied_once(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    proxy = LosesReplies(standalone_store.client)
+    store = RedisAgentStateStore(proxy, prefix=standalone_store.prefix)
+    state = AgentState("s", "u")
+    await store.save_if_version("u", "s", state, 0)
+    turn(state, 0)
+    proxy.armed = True
+    assert await store.save_if_version("u", "s", state, 1) == 2  # re-sent, replay detected
+    got = await standalone_store.get_versioned("u", "s")
+    assert got.version == 2 and len(got.state.context) == 4  # type: ignore[union-attr]
+    # the reply is lost AND another writer wrote before the re-send: outcome unknown, typed
+    turn(state, 1)
+    other = connect(STANDALONE, prefix=standalone_store.prefix)
+
+    async def meanwhile() -> None:
+        fresh = await other.get_versioned("u", "s")
+        await other.save_if_version("u", "s", fresh.state, fresh.version)  # type: ignore[arg-type]
+
+    proxy.armed, proxy.meanwhile = True, meanwhile
+    try:
+        with pytest.raises(StoreUnavailable, match="outcome is unknown"):
+            await store.save_if_version("u", "s", state, 2)
+    finally:
+        await other.aclose()
+    got = await standalone_store.get_versioned("u", "s")
+    assert got.version == 4 and len(got.state.context) == 8  # ours, then the other's (no dup)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import subprocess
 import time
@@ -107,8 +108,14 @@ async def main(url: str, n: int, calls: int) -> None:
         text=True,
         check=False,
     )
-    lines = [ln.split("\r")[-1].strip() for ln in out.stdout.splitlines() if ln.strip()]
-    print("redis-benchmark -q -t set,get -n 20000:", "; ".join(ln for ln in lines if ln))
+    finals = re.findall(
+        r"(SET|GET): ([0-9.]+) requests per second(?:, p50=([0-9.]+) msec)?", out.stdout
+    )
+    print(
+        "redis-benchmark -q -t set,get -n 20000:",
+        "; ".join(f"{c} {rps} req/s (p50 {p50 or '?'} ms)" for c, rps, p50 in finals)
+        or out.stdout.strip()[-200:],
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""``FsspecJsonFileStore``: the same layout on any fsspec filesystem, single-writer only.
+"""``FsspecJsonFileStore``: the same layout on any fsspec filesystem.
+
+``writers="single"`` (default) is described here; ``writers="multi"`` uses conditional writes
+(exclusive create, see ``remotecas``) and is refused on a backend that has none.
 
 Object stores have no append, no rename and no flock, so the history is kept as segment
 objects, each written whole by one PUT: ``<key>/g<gen>/<index>`` holds the records appended by
@@ -7,9 +10,9 @@ segments and messages are committed. A writer killed between the segment PUT and
 leaves an uncommitted segment that the next save overwrites. After ``MAX_SEGMENTS`` appends the
 history is rewritten into one segment of a new generation.
 
-Compare-and-set is done under a lock held in this process, so exactly ONE process may write a
-given root: this store refuses ``writers="multi"`` with ``StoreConfigurationError``. Nothing
-here is crash-safe against a power loss beyond what the backend's own PUT guarantees.
+In single-writer mode compare-and-set is done under a lock held in this process, so exactly
+ONE process may write a given root. Nothing here is crash-safe against a power loss beyond
+what the backend's own PUT guarantees.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from .records import (
     frame,
     unframe,
 )
+from .remotecas import CasCore
 
 MAX_SEGMENTS = 256
 _LOCKS: dict[tuple[str, str], threading.Lock] = {}
@@ -72,8 +76,12 @@ class FsspecJsonFileStore:
     """Versioned slots on an fsspec filesystem (``memory://``, ``s3://`` ...), one writer.
 
     :param url: an fsspec URL; the local filesystem is served by ``LocalJsonFileStore``.
-    :param writers: ``"single"`` (the only mode served: this process is the only writer).
+    :param writers: ``"single"`` (this process is the only writer; an in-process lock) or
+        ``"multi"`` (compare-and-set by exclusive create; probed at construction, refused
+        with ``StoreConfigurationError`` where the backend has no conditional writes).
     :param storage_options: passed to the fsspec filesystem (credentials, endpoint ...).
+    :param fs: an fsspec filesystem instance to use with ``url`` as its root path (tests use
+        the local fsspec filesystem to run the multi-writer protocol across processes).
     """
 
     def __init__(
@@ -83,27 +91,32 @@ class FsspecJsonFileStore:
         writers: str = "single",
         storage_options: dict[str, Any] | None = None,
         cache_slots: int = 256,
+        fs: Any = None,
     ) -> None:
-        if writers != "single":
-            raise StoreConfigurationError(
-                f"{url!r}: writers={writers!r} cannot be served: this store has no conditional "
-                "write (compare-and-set) on fsspec filesystems, so only a single writer process "
-                "is safe. Use writers='single', a local path, or the Redis/SQL stores."
-            )
-        try:
-            self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
-        except (ImportError, ValueError) as exc:
-            raise StoreConfigurationError(f"{url!r}: fsspec cannot open it: {exc}") from exc
+        if writers not in ("single", "multi"):
+            raise StoreConfigurationError(f"{url!r}: writers must be 'single' or 'multi'")
+        if fs is not None:
+            self.fs, root = fs, url
+        else:
+            try:
+                self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+            except (ImportError, ValueError) as exc:
+                raise StoreConfigurationError(f"{url!r}: fsspec cannot open it: {exc}") from exc
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        if protocol in ("file", "local"):
+        if protocol in ("file", "local") and fs is None:
             raise StoreConfigurationError(f"{url!r}: use LocalJsonFileStore for local paths")
         self.url = url
+        self.writers = writers
         self.root = root.rstrip("/")
         self._lock = _root_lock(protocol, self.root)
         self._cache = HistoryCache(cache_slots)
+        self._cas: CasCore | None = None
+        if writers == "multi":
+            self._cas = CasCore(self.fs, self.root, cache_slots)
+            self._guard(self._cas.probe)
 
     def __repr__(self) -> str:
-        return f"FsspecJsonFileStore({self.url!r}, writers='single')"
+        return f"FsspecJsonFileStore({self.url!r}, writers={self.writers!r})"
 
     def _path(self, parts: list[str]) -> str:
         return "/".join([self.root, *parts])
@@ -149,6 +162,8 @@ class FsspecJsonFileStore:
         return list(msgs)
 
     def _get(self, user_id: str, session_id: str, key: str) -> Versioned:
+        if self._cas is not None:
+            return self._cas.get(user_id, session_id, key)
         where = f"user_id={user_id!r} session_id={session_id!r} key={key!r}"
         kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
         for _ in range(3):
@@ -175,9 +190,15 @@ class FsspecJsonFileStore:
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
-        path = self._path(slot_parts(user_id, session_id) + id_parts(key)) + f"/{HEAD}"
-        found: bool = await self._run(self.fs.exists, path)
+        kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
+        found: bool = await self._run(self._key_live, kpath)
         return found
+
+    def _key_live(self, kpath: str) -> bool:
+        if self._cas is not None:
+            _, meta, _ = self._cas.latest(kpath, "exists")
+            return meta is not None and not meta["deleted"]
+        return bool(self.fs.exists(f"{kpath}/{HEAD}"))
 
     # ------------------------------------------------------------------ save
 
@@ -190,6 +211,8 @@ class FsspecJsonFileStore:
         key: str,
         fence: Fence | None,
     ) -> int:
+        if self._cas is not None:
+            return self._cas.save(user_id, session_id, state, expected, key, fence)
         where = f"user_id={user_id!r} session_id={session_id!r} key={key!r}"
         head_state = encode_head(state)
         history = state.context
@@ -283,6 +306,13 @@ class FsspecJsonFileStore:
 
     def _delete(self, user_id: str, session_id: str, key: str | None) -> bool:
         spath = self._path(slot_parts(user_id, session_id))
+        if self._cas is not None:  # tombstones, ordered with every compare-and-set
+            keys = [parts_to_id(p) for p in self._leaves(spath, [])] if key is None else [key]
+            existed = False
+            for k in keys:
+                if k is not None:
+                    existed = self._cas.delete_key(user_id, session_id, k) or existed
+            return existed
         with self._lock:
             leaves = self._leaves(spath, []) if key is None else [id_parts(key)]
             existed = False
@@ -311,9 +341,7 @@ class FsspecJsonFileStore:
             if sid is None or (cursor is not None and sid <= cursor):
                 continue
             spath = "/".join([upath, *parts])
-            if not any(
-                self.fs.exists(f"{spath}/{'/'.join(k)}/{HEAD}") for k in self._leaves(spath, [])
-            ):
+            if not any(self._key_live("/".join([spath, *k])) for k in self._leaves(spath, [])):
                 continue
             if len(ids) == limit:
                 more = True

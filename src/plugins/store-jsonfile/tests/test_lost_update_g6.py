@@ -12,10 +12,13 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import anyio
+import fsspec
+import pytest
 from hookagent.state import AgentState
-from hookagent_store_jsonfile import LocalJsonFileStore
+from hookagent_store_jsonfile import FsspecJsonFileStore, LocalJsonFileStore
 
 WORKER = Path(__file__).parent / "helpers" / "casworker.py"
 N, ATTEMPTS = 8, 250
@@ -46,19 +49,30 @@ def run_workers(
     return ops
 
 
-def test_cas_across_processes_loses_nothing(tmp_path: Path) -> None:
+def open_store(root: Path, kind: str) -> Any:
+    if kind == "fsspec":
+        return FsspecJsonFileStore(str(root), writers="multi", fs=fsspec.filesystem("file"))
+    return LocalJsonFileStore(root)
+
+
+@pytest.mark.parametrize(("kind", "n", "attempts"), [("store", N, ATTEMPTS), ("fsspec", 4, 100)])
+def test_cas_across_processes_loses_nothing(
+    tmp_path: Path, kind: str, n: int, attempts: int
+) -> None:
+    """``store``: the local store (flock). ``fsspec``: the multi-writer fsspec protocol
+    (exclusive create of versioned heads) on the local fsspec filesystem."""
     root = tmp_path / "root"
 
     async def create() -> None:
-        store = LocalJsonFileStore(root)
+        store = open_store(root, kind)
         assert await store.save_if_version(U, S, AgentState(S, U), 0) == 1
         await store.aclose()
 
     anyio.run(create)
-    ops = run_workers("store", root, tmp_path / "ctrl")
+    ops = run_workers(kind, root, tmp_path / "ctrl", n=n, attempts=attempts)
 
     async def final() -> tuple[int, list[str]]:
-        store = LocalJsonFileStore(root)
+        store = open_store(root, kind)
         got = await store.get_versioned(U, S)
         await store.aclose()
         assert got.state is not None
@@ -69,9 +83,9 @@ def test_cas_across_processes_loses_nothing(tmp_path: Path) -> None:
     lost = {t for t, v in ops if v is None}
     versions = Counter(v for _, v in acked)
     stored = Counter(history)
-    print(f"attempts={len(ops)} acks={len(acked)} conflicts={len(lost)} final={version}")
-    assert len(acked) > N  # real contention, and real progress
-    assert [v for v, n in versions.items() if n > 1] == []  # rule 1: no version acked twice
+    print(f"{kind}: attempts={len(ops)} acks={len(acked)} conflicts={len(lost)} final={version}")
+    assert len(acked) > n  # real contention, and real progress
+    assert [v for v, c in versions.items() if c > 1] == []  # rule 1: no version acked twice
     assert version == 1 + len(acked)  # rule 2
     assert all(stored[t] == 1 for t, _ in acked)  # rule 3: every ack exactly once
     assert not lost & set(stored)  # rule 4: no phantom (lost CAS) token stored

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from fsspec.implementations.memory import MemoryFileSystem
 from hookagent import AgentConfig, RuntimeContext
 from hookagent.errors import InvalidIdentifier, StoreConfigurationError
 from hookagent.plugins import create_plugin_manager
@@ -65,8 +66,8 @@ def test_registered_schemes_and_url_forms(tmp_path: Path) -> None:
     ):
         with pytest.raises(StoreConfigurationError):
             open_store(bad)
-    with pytest.raises(StoreConfigurationError, match="single"):
-        open_store("memory://plugin-test?writers=multi")
+    multi = open_store("memory://plugin-test-multi?writers=multi")
+    assert isinstance(multi, FsspecJsonFileStore) and multi.writers == "multi"
     if importlib.util.find_spec("s3fs") is None:
         with pytest.raises(StoreConfigurationError, match="s3"):
             factories["s3"]("s3://bucket/prefix")
@@ -122,3 +123,39 @@ async def test_agent_continues_a_conversation_from_disk(
     assert got.version == 2 and got.state is not None
     assert [m.text for m in got.state.context][-2:] == ["who am I?", "you are alice"]
     assert (await store.list_session_ids("alice")).session_ids == ("chat/1",)
+
+
+class OverwritingMemoryFS(MemoryFileSystem):
+    """A backend without conditional writes: an exclusive create silently overwrites."""
+
+    protocol = "overwriting-memory"
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: object) -> object:
+        return super()._open(path, "wb" if mode == "xb" else mode, **kwargs)
+
+
+class NoExclusiveMemoryFS(MemoryFileSystem):
+    """A backend that rejects exclusive create."""
+
+    protocol = "noexclusive-memory"
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: object) -> object:
+        if mode == "xb":
+            raise NotImplementedError("mode 'xb'")
+        return super()._open(path, mode, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("fs_class", "why"),
+    [
+        (OverwritingMemoryFS, "second exclusive create succeeded"),
+        (NoExclusiveMemoryFS, "not supported"),
+    ],
+)
+def test_multi_writer_refused_without_conditional_writes(fs_class: type, why: str) -> None:
+    fs = fs_class()
+    with pytest.raises(StoreConfigurationError, match=why):
+        FsspecJsonFileStore("/cas-probe-test", writers="multi", fs=fs)
+    single = FsspecJsonFileStore("/cas-probe-test", writers="single", fs=fs)  # allowed
+    assert single.writers == "single"
+    assert not fs.ls("/cas-probe-test", detail=False) if fs.exists("/cas-probe-test") else True

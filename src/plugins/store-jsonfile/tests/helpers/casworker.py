@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 from hookagent.errors import VersionConflict
@@ -24,8 +25,16 @@ from hookagent_store_jsonfile import LocalJsonFileStore
 U, S = "cas-user", "cas-session"
 
 
-async def store_mode(root: Path, worker: int, attempts: int, out: list[object]) -> None:
-    store = LocalJsonFileStore(root)
+async def store_mode(
+    root: Path, worker: int, attempts: int, out: list[object], fsspec_cas: bool = False
+) -> None:
+    if fsspec_cas:  # the conditional-write protocol (exclusive create) on local fsspec
+        import fsspec
+        from hookagent_store_jsonfile import FsspecJsonFileStore
+
+        store: Any = FsspecJsonFileStore(str(root), writers="multi", fs=fsspec.filesystem("file"))
+    else:
+        store = LocalJsonFileStore(root)
     for i in range(attempts):
         token = f"w{worker}-{i}"
         got = await store.get_versioned(U, S)
@@ -96,6 +105,8 @@ def main() -> None:
     out: list[object] = []
     if mode == "store":
         anyio.run(store_mode, Path(root), int(worker), int(attempts), out)
+    elif mode == "fsspec":
+        anyio.run(store_mode, Path(root), int(worker), int(attempts), out, True)
     elif mode == "mixed":
         anyio.run(mixed_mode, Path(root), int(worker), int(attempts), out)
     else:

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 from hookagent.errors import StoreConfigurationError
 from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -123,7 +123,7 @@ def backend_of(engine: AsyncEngine) -> str:
 
 
 def install_sqlite_pragmas(
-    engine: AsyncEngine, *, busy_timeout: float, synchronous: str = "FULL"
+    engine: AsyncEngine | Engine, *, busy_timeout: float, synchronous: str = "FULL"
 ) -> None:
     """Every new SQLite connection: a busy timeout and the chosen durability level."""
     if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
@@ -141,7 +141,8 @@ def install_sqlite_pragmas(
         finally:
             cursor.close()
 
-    event.listen(engine.sync_engine, "connect", on_connect)
+    target = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
+    event.listen(target, "connect", on_connect)
 
 
 def make_engine(

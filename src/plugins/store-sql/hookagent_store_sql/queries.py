@@ -23,7 +23,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Select
 
 from .errors import is_duplicate
@@ -128,7 +128,7 @@ class Queries:
             ),
         )
 
-    async def create_slot(self, conn: AsyncConnection, values: dict[str, Any]) -> bool:
+    def create_slot(self, conn: Connection, values: dict[str, Any]) -> bool:
         """INSERT the slot row; False if it already exists (never a phantom success)."""
         s = self.t.slots
         if self.backend in ("postgresql", "sqlite"):
@@ -136,28 +136,28 @@ class Queries:
             stmt = ins.values(**values).on_conflict_do_nothing(
                 index_elements=[s.c.user_id, s.c.slot_hash]
             )
-            return (await conn.execute(stmt)).rowcount == 1
+            return conn.execute(stmt).rowcount == 1
         try:
-            await conn.execute(insert(s).values(**values))
+            conn.execute(insert(s).values(**values))
         except Exception as exc:
             if is_duplicate(exc):
                 return False
             raise
         return True
 
-    async def check_fence(
-        self, conn: AsyncConnection, u: str, sid: str, epoch: int, owner: str, now: Any
+    def check_fence(
+        self, conn: Connection, u: str, sid: str, epoch: int, owner: str, now: Any
     ) -> None:
         """Record the fence as newest, or raise ``Fenced`` if a newer one was seen."""
         f = self.t.fences
         row = {"user_id": u, "session_id": sid, "epoch": epoch, "owner": owner, "updated_at": now}
         if self.fence_upsert is not None:
             params = {"u": u, "s": sid, "epoch": epoch, "owner": owner, "now": now}
-            if (await conn.execute(self.fence_upsert, params)).rowcount == 1:
+            if conn.execute(self.fence_upsert, params).rowcount == 1:
                 return
         else:
             got = (
-                await conn.execute(
+                conn.execute(
                     select(f.c.epoch, f.c.owner)
                     .where(f.c.user_id == u, f.c.session_id == sid)
                     .with_for_update()
@@ -165,21 +165,21 @@ class Queries:
             ).first()
             if got is None:
                 try:
-                    await conn.execute(insert(f).values(**row))
+                    conn.execute(insert(f).values(**row))
                 except Exception as exc:
                     if is_duplicate(exc):
                         raise RetryTransaction from exc
                     raise
                 return
             if got.epoch < epoch or (got.epoch == epoch and got.owner == owner):
-                await conn.execute(
+                conn.execute(
                     update(f)
                     .where(f.c.user_id == u, f.c.session_id == sid)
                     .values(epoch=epoch, owner=owner, updated_at=now)
                 )
                 return
         newest = (
-            await conn.execute(
+            conn.execute(
                 select(f.c.epoch, f.c.owner).where(f.c.user_id == u, f.c.session_id == sid)
             )
         ).first()

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from hookagent.errors import VersionConflict
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
+from .cache import CachedSlot
 from .queries import Queries, RetryTransaction
 from .schema import slot_hash
 
@@ -32,10 +33,12 @@ class SavePlan:
         state: AgentState,
         expected: ExpectedVersion,
         fence: Fence | None,
+        cached: CachedSlot | None,
     ) -> None:
         self.store, self.u, self.s, self.k = store, user_id, session_id, key
         self.h = slot_hash(session_id, key)
         self.expected, self.fence = expected, fence
+        self.cached = cached  # read on the event loop: the plan may run in another thread
         self.head = store.encode_head(state)
         self.messages = tuple(state.context)
         self.base = state.context.unchanged_prefix
@@ -56,40 +59,40 @@ class SavePlan:
     def _params(self) -> dict[str, str]:
         return {"u": self.u, "h": self.h}
 
-    async def run(self, conn: AsyncConnection, q: Queries) -> tuple[int, int]:
+    def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
         now = self.store.now()
         if self.fence is not None:
-            await q.check_fence(conn, self.u, self.s, self.fence.epoch, self.fence.owner, now)
+            q.check_fence(conn, self.u, self.s, self.fence.epoch, self.fence.owner, now)
         if self.expected == 0:
-            return await self._create(conn, q, now)
-        cached = self.store._cached((self.u, self.s, self.k))
+            return self._create(conn, q, now)
+        cached = self.cached
         if (
             cached is not None
             and self.expected is not UNCONDITIONAL
             and cached.version == self.expected
         ):
             # fast path: what we hold describes the stored row; one UPDATE proves it
-            done = await self._update(
+            done = self._update(
                 conn, q, now, self.expected, cached.generation, len(cached.messages)
             )
             if done is not None:
                 return done
         for _ in range(5):
             # optimistic: read the row, then an UPDATE that proves it did not change
-            row = (await conn.execute(q.slot_row, self._params())).first()
+            row = conn.execute(q.slot_row, self._params()).first()
             if row is None:
                 if self.expected is UNCONDITIONAL:
-                    return await self._create(conn, q, now)
+                    return self._create(conn, q, now)
                 raise VersionConflict(self.u, self.s, self.k, self.expected, 0)  # type: ignore[arg-type]
             if self.expected is not UNCONDITIONAL and row.version != self.expected:
                 raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)  # type: ignore[arg-type]
-            done = await self._update(conn, q, now, row.version, row.generation, row.message_count)
+            done = self._update(conn, q, now, row.version, row.generation, row.message_count)
             if done is not None:
                 return done
         raise RetryTransaction  # the row kept changing between our read and our update
 
-    async def _create(self, conn: AsyncConnection, q: Queries, now: Any) -> tuple[int, int]:
+    def _create(self, conn: Connection, q: Queries, now: Any) -> tuple[int, int]:
         rows = self._encode(0)
         generation = self.store.new_generation()
         values = {
@@ -104,20 +107,20 @@ class SavePlan:
             "created_at": now,
             "updated_at": now,
         }
-        if not await q.create_slot(conn, values):
+        if not q.create_slot(conn, values):
             if self.expected is UNCONDITIONAL:
                 raise RetryTransaction
-            actual = (await conn.execute(q.version_of, self._params())).scalar()
+            actual = conn.execute(q.version_of, self._params()).scalar()
             raise VersionConflict(self.u, self.s, self.k, 0, actual)
         # rows left behind under this slot's address must not leak into the new slot
-        await conn.execute(q.delete_from, {**self._params(), "start": 0})
+        conn.execute(q.delete_from, {**self._params(), "start": 0})
         if rows:
-            await conn.execute(q.insert_messages, rows)
+            conn.execute(q.insert_messages, rows)
         return 1, generation
 
-    async def _update(
+    def _update(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         q: Queries,
         now: Any,
         version: int,
@@ -139,10 +142,10 @@ class SavePlan:
             "new_head": self.head,
             "now": now,
         }
-        if (await conn.execute(q.cas_slot, params)).rowcount != 1:
+        if conn.execute(q.cas_slot, params).rowcount != 1:
             return None
         if start < stored:
-            await conn.execute(q.delete_from, {**self._params(), "start": start})
+            conn.execute(q.delete_from, {**self._params(), "start": start})
         if rows:
-            await conn.execute(q.insert_messages, rows)
+            conn.execute(q.insert_messages, rows)
         return version + 1, new_generation

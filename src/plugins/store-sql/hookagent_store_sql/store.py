@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
 from hookagent.errors import (
@@ -32,13 +32,15 @@ from hookagent.store.base import (
     Versioned,
 )
 from hookagent.store.ids import check_id, check_slot
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
 from .migrations import check_migrations, flavor_of, migrate, utcnow
 from .queries import Queries, RetryTransaction
+from .runner import AsyncRunner, ThreadRunner
 from .schema import MSG_ID_LENGTH, ROLE_LENGTH, Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
 
@@ -112,6 +114,17 @@ class SQLAgentStateStore:
             if self._backend == "postgresql"
             else self._engine
         )
+        self._runner: AsyncRunner | ThreadRunner
+        if self._backend == "sqlite" and self._owns_engine:
+            assert self._sqlite_key is not None
+            self._runner = ThreadRunner(
+                self._engine.url,
+                self._sqlite_key,
+                busy_timeout=sqlite_busy_timeout,
+                synchronous=sqlite_synchronous,
+            )
+        else:
+            self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
         self._cache = SlotCache(cache_slots)
         self._q: Queries | None = None
         self._ready_lock: asyncio.Lock | None = None
@@ -124,6 +137,13 @@ class SQLAgentStateStore:
     @property
     def engine(self) -> AsyncEngine:
         return self._engine
+
+    @property
+    def data_engine(self) -> Engine:
+        """The (sync) engine the data statements go through, e.g. for event listeners."""
+        if isinstance(self._runner, ThreadRunner):
+            return self._runner.engine
+        return self._engine.sync_engine
 
     @property
     def tables(self) -> Tables:
@@ -174,14 +194,13 @@ class SQLAgentStateStore:
                         continue
                 raise translate(exc, what) from exc
 
-    async def _read(self, what: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    async def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
         """Run a read; busy is retried, a dropped connection is retried once on a fresh one."""
         backoff: Backoff | None = None
         reconnected = False
         while True:
             try:
-                async with self._read_engine.connect() as conn:
-                    return await fn(conn)
+                return cast(T, await self._runner.read(fn))
             except TRANSLATED as exc:
                 err = translate(exc, what)
                 if is_sqlite_busy(exc):
@@ -193,7 +212,7 @@ class SQLAgentStateStore:
                     continue
                 raise err from exc
 
-    async def _write(self, what: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    async def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` in one write transaction; rerun only when the database undid it all.
 
         That is: SQLite busy, deadlock/serialization victims, and (once, if
@@ -203,24 +222,17 @@ class SQLAgentStateStore:
         backoff: Backoff | None = None
         reconnected = not self._retry_disconnects
         while True:
-            committing = False
+            committing = [False]
             try:
-                async with maybe_lock(self._sqlite_key), self._engine.connect() as conn:
-                    async with conn.begin() as trans:
-                        if self._backend == "sqlite":
-                            await conn.exec_driver_sql("BEGIN IMMEDIATE")
-                        result = await fn(conn)
-                        committing = True
-                        await trans.commit()
-                    return result
+                return cast(T, await self._runner.write(fn, committing))
             except RetryTransaction:
                 pass
             except TRANSLATED as exc:
-                if not committing and not reconnected and is_disconnect(exc):
+                if not committing[0] and not reconnected and is_disconnect(exc):
                     reconnected = True
                     continue
                 if not is_retryable(exc):
-                    raise translate(exc, what, outcome_unknown=committing) from exc
+                    raise translate(exc, what, outcome_unknown=committing[0]) from exc
             backoff = backoff or Backoff(self._retry_deadline)
             if not await backoff.wait():
                 raise StoreUnavailable(
@@ -240,8 +252,8 @@ class SQLAgentStateStore:
         for _ in range(2):
             start = len(cached.messages) if cached is not None else 0
 
-            async def fetch(conn: AsyncConnection, start: int = start) -> Any:
-                return (await conn.execute(q.load, {**params, "start": start})).all()
+            def fetch(conn: Connection, start: int = start) -> Any:
+                return conn.execute(q.load, {**params, "start": start}).all()
 
             rows = await self._read("load", fetch)
             if not rows or rows[0].seq != -1:
@@ -277,8 +289,8 @@ class SQLAgentStateStore:
         q = await self._ready()
         params = {"u": user_id, "h": slot_hash(session_id, key)}
 
-        async def fetch(conn: AsyncConnection) -> bool:
-            return (await conn.execute(q.exists, params)).first() is not None
+        def fetch(conn: Connection) -> bool:
+            return conn.execute(q.exists, params).first() is not None
 
         return await self._read("exists", fetch)
 
@@ -292,8 +304,8 @@ class SQLAgentStateStore:
             check_id(cursor, "cursor", allow_empty=True)
         q = await self._ready()
 
-        async def fetch(conn: AsyncConnection) -> list[str]:
-            rows = await conn.execute(q.list_sessions(user_id, cursor, limit + 1))
+        def fetch(conn: Connection) -> list[str]:
+            rows = conn.execute(q.list_sessions(user_id, cursor, limit + 1))
             return [r[0] for r in rows]
 
         ids = await self._read("list_session_ids", fetch)
@@ -323,9 +335,11 @@ class SQLAgentStateStore:
             check_id(fence.owner, "fence owner", allow_empty=True)
         from .save import SavePlan  # local: keeps this module about plumbing and reads
 
-        plan = SavePlan(self, user_id, session_id, key, state, expected_version, fence)
-        q = await self._ready()
         slot = (user_id, session_id, key)
+        plan = SavePlan(
+            self, user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
+        )
+        q = await self._ready()
         try:
             version, generation = await self._write("save", lambda conn: plan.run(conn, q))
         except (VersionConflict, ValueError):
@@ -337,26 +351,23 @@ class SQLAgentStateStore:
         state.context.mark_committed()
         return version
 
-    def _cached(self, slot: tuple[str, str, str]) -> CachedSlot | None:
-        return self._cache.get(slot)
-
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
         q = await self._ready()
 
-        async def one(conn: AsyncConnection) -> bool:
+        def one(conn: Connection) -> bool:
             params = {"u": user_id, "h": slot_hash(session_id, key or AGENT_STATE_KEY)}
-            gone = (await conn.execute(q.delete_slot, params)).rowcount
-            await conn.execute(q.delete_from, {**params, "start": 0})
+            gone = conn.execute(q.delete_slot, params).rowcount
+            conn.execute(q.delete_from, {**params, "start": 0})
             return bool(gone)
 
-        async def every(conn: AsyncConnection) -> bool:
+        def every(conn: Connection) -> bool:
             params = {"u": user_id, "s": session_id}
-            hashes = [r[0] for r in await conn.execute(q.session_slots, params)]
+            hashes = [r[0] for r in conn.execute(q.session_slots, params)]
             if not hashes:
                 return False
-            await conn.execute(q.delete_session_messages, {"u": user_id, "hashes": hashes})
-            await conn.execute(q.delete_session_slots, params)
+            conn.execute(q.delete_session_messages, {"u": user_id, "hashes": hashes})
+            conn.execute(q.delete_session_slots, params)
             return True
 
         try:
@@ -368,6 +379,7 @@ class SQLAgentStateStore:
         self._closed = True
         self._q = None
         self._cache.clear()
+        await self._runner.aclose()
         if self._owns_engine:
             await self._engine.dispose()
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hookagent.testing import StoreConformance
 from hookagent_store_sql import SQLAgentStateStore
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlenv import fresh_store, unique_name
 
 
@@ -31,3 +32,15 @@ class TestSQLite(StoreConformance):
     async def store(self, tmp_path: Path) -> AsyncIterator[SQLAgentStateStore]:
         async with fresh_store("sqlite", tmp_path) as s:
             yield s
+
+
+class TestSQLiteGivenAsyncEngine(StoreConformance):
+    """A caller's own aiosqlite engine: the store runs through AsyncConnection.run_sync."""
+
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[SQLAgentStateStore]:
+        engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'given.db'}")
+        s = SQLAgentStateStore(engine, table_prefix="given_")
+        yield s
+        await s.aclose()
+        await engine.dispose()

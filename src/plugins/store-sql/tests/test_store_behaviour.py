@@ -36,7 +36,7 @@ class Statements:
 
     def __init__(self, store: SQLAgentStateStore) -> None:
         self.seen: list[tuple[str, str, int]] = []
-        self._engine = store.engine.sync_engine
+        self._engine = store.data_engine
         event.listen(self._engine, "before_cursor_execute", self._on)
 
     def _on(self, conn, cursor, statement, parameters, context, executemany) -> None:

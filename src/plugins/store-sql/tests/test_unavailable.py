@@ -139,6 +139,7 @@ async def test_sqlite_one_writer_lock_per_file(tmp_path: Path) -> None:
     a, b = SQLAgentStateStore(url, **opts), SQLAgentStateStore(url, **opts)
     try:
         await a.save_if_version("u", "s0", AgentState("s0", "u"), 0)
+        assert not await b.exists("u", "s1")  # both ready (tables checked) before the race
 
         async def write(store, i: int) -> int:
             return await store.save_if_version("u", f"s{i}", AgentState(f"s{i}", "u"), 0)

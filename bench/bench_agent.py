@@ -76,6 +76,9 @@ def make_config(
 ) -> AgentConfig:
     """One shared configuration (configure once; the benchmark builds an agent per call)."""
     spec = open_store_spec(store) if isinstance(store, str) else store
+    if isinstance(store, str) and store.startswith("postgresql"):
+        # the same connection ceiling as every peer's Postgres store (pool 10)
+        options.setdefault("state_store_options", {"pool_size": 10, "max_overflow": 0})
     return AgentConfig(
         name="bench",
         agent_id=agent_id,

@@ -94,8 +94,7 @@ class HookagentAdapter(Adapter):
                 fresh_file(self.sqlite_path)
         if self.store == "sqlite":
             self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        options = {"pool_size": 10} if self.store == "postgres" else {}
-        self.config = make_config(self.url, plugins=PLUGINS, state_store_options=options)
+        self.config = make_config(self.url, plugins=PLUGINS)
         self.kstore = await self.config.kernel.store()
 
     async def call(self, user_id: str, session_id: str, n: int) -> None:

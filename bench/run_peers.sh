@@ -3,6 +3,7 @@
 #
 #   bash bench/run_peers.sh                       # the default sitting (see CONFIGS below)
 #   W1_CALLS=300 CONFIGS="hookagent:mem langgraph:none" bash bench/run_peers.sh
+#   EXTRA="--w2-sessions 20 --w3-reps 1" BASELINES=0 ...   # extra driver.py arguments
 #
 # Copies shared/bench/peers to a temp dir, drops bench/peer_hookagent.py (+ the workload's
 # agent and strings) beside it, registers it through bench/run_peers.py, starts the harness's
@@ -21,11 +22,12 @@ langgraph:none langgraph:sqlite langgraph:postgres openai_agents:none openai_age
 agentscope:mem agentscope:redis"}
 
 WORK=$(mktemp -d /tmp/habench-peers.XXXXXX)
+chmod 755 "$WORK"  # the throwaway Postgres runs as user postgres under it
 cp -r "$PEERS_SRC"/. "$WORK"/
 chmod -R u+w "$WORK"
 cp "$HERE"/peer_hookagent.py "$HERE"/run_peers.py "$HERE"/bench_agent.py "$HERE"/bench_texts.py "$WORK"/
 export TMPDIR=$WORK BENCH_DATA_DIR=$WORK/data
-OUT=$HERE/results/peers-$(date +%Y%m%d-%H%M)
+OUT=${OUT:-$HERE/results/peers-$(date +%Y%m%d-%H%M)}
 mkdir -p "$OUT"
 echo "harness copy: $WORK   results: $OUT"
 
@@ -36,7 +38,7 @@ for cfg in $CONFIGS; do
   peer=${cfg%%:*}; store=${cfg##*:}
   echo "==> $peer $store ($(date +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
   "$PY" run_peers.py run --peer "$peer" --store "$store" --w1-calls "$W1_CALLS" \
-      --w1-budget "$W1_BUDGET" 2>&1 | tail -n 6 || echo "!! $peer $store failed"
+      --w1-budget "$W1_BUDGET" ${EXTRA:-} 2>&1 | tail -n 6 | cut -c1-400 || echo "!! $peer $store failed"
 done
 if [ "$BASELINES" = 1 ]; then
   echo "==> baselines ($(date +%H:%M:%S))"

@@ -12,7 +12,6 @@ from typing import Any
 from hookagent.errors import (
     HookagentError,
     InvalidState,
-    SessionStoreError,
     StoreConfigurationError,
     StoreUnavailable,
 )
@@ -90,10 +89,6 @@ def _describe(exc: BaseException) -> str:
     text = str(orig if orig is not None else exc).strip().splitlines()
     name = type(orig if orig is not None else exc).__name__
     return f"{name}: {text[0] if text else ''}"
-
-
-def is_store_error(exc: BaseException) -> bool:
-    return isinstance(exc, SessionStoreError)
 
 
 TRANSLATED = (sa_exc.SQLAlchemyError, OSError, TimeoutError, ConnectionError)

@@ -22,9 +22,12 @@ ATTEMPTS = 150
 
 @pytest.fixture(scope="module")
 def pool():
-    # fork: the children inherit the imported modules (spawn re-imports SQLAlchemy 8 times)
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
+    # forkserver: one clean server process imports the harness (SQLAlchemy, drivers) once and
+    # forks the workers from there; plain fork from pytest could inherit other tests' threads
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:
+        ctx.set_forkserver_preload(["lost_update_harness"])
     with ProcessPoolExecutor(PROCESSES, mp_context=ctx) as ex:
         list(ex.map(abs, range(PROCESSES)))  # start every process before the clock matters
         yield ex

@@ -69,6 +69,9 @@ class Queries:
         self.slot_row = select(s.c.version, s.c.generation, s.c.message_count).where(
             s.c.user_id == u, s.c.slot_hash == h
         )
+        self.body_at = select(m.c.body).where(
+            m.c.user_id == u, m.c.slot_hash == h, m.c.seq == bindparam("seq")
+        )
         self.version_of = select(s.c.version).where(s.c.user_id == u, s.c.slot_hash == h)
         # the compare-and-set: it also proves generation and count are what the caller read
         self.cas_slot = (

@@ -59,6 +59,34 @@ class SavePlan:
     def _params(self) -> dict[str, str]:
         return {"u": self.u, "h": self.h}
 
+    def one_statement_params(self) -> tuple[dict[str, Any], list[dict[str, Any]], int] | None:
+        """For a pure append at the cached version: (params, new rows, generation), else None."""
+        cached = self.cached
+        if (
+            self.fence is not None
+            or self.expected is UNCONDITIONAL
+            or cached is None
+            or cached.version != self.expected
+            or self.expected == 0
+            or self.base != len(cached.messages)
+            or self.base == len(self.messages)
+        ):
+            return None
+        params = {
+            **self._params(),
+            "s": self.s,
+            "k": self.k,
+            "expected": cached.version,
+            "gen": cached.generation,
+            "count": self.base,
+            "new_version": cached.version + 1,
+            "new_generation": cached.generation,
+            "new_count": len(self.messages),
+            "new_head": self.head,
+            "now": self.store.now(),
+        }
+        return params, self._encode(self.base), cached.generation
+
     def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
         now = self.store.now()

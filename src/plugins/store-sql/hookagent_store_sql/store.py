@@ -35,12 +35,14 @@ from hookagent.store.ids import check_id, check_slot
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from . import pg_append
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
 from .migrations import check_migrations, flavor_of, migrate, utcnow
 from .queries import Queries, RetryTransaction
 from .runner import AsyncRunner, ThreadRunner
+from .save import SavePlan
 from .schema import MSG_ID_LENGTH, ROLE_LENGTH, Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
 
@@ -66,6 +68,7 @@ class SQLAgentStateStore:
         sqlite_synchronous: str = "FULL",
         retry_deadline: float = 10.0,
         retry_disconnects: bool = True,
+        one_statement_appends: bool = True,
         **engine_options: Any,
     ) -> None:
         url_opts: dict[str, Any] = {}
@@ -126,6 +129,8 @@ class SQLAgentStateStore:
         else:
             self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
         self._cache = SlotCache(cache_slots)
+        self._one_statement_appends = one_statement_appends
+        self._pg_append: Any = None
         self._q: Queries | None = None
         self._ready_lock: asyncio.Lock | None = None
         self._closed = False
@@ -180,7 +185,10 @@ class SQLAgentStateStore:
                 f"{status.latest}: run `python -m hookagent_store_sql migrate URL` "
                 "(or create the store with auto_migrate=True)"
             )
-        self._q = Queries(Tables(self._names, flavor_of(self._engine.dialect)), self._backend)
+        tables = Tables(self._names, flavor_of(self._engine.dialect))
+        self._q = Queries(tables, self._backend)
+        if self._backend == "postgresql" and self._one_statement_appends:
+            self._pg_append = pg_append.build(tables, self._engine.dialect)
 
     async def _with_busy_retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
         backoff: Backoff | None = None
@@ -333,15 +341,16 @@ class SQLAgentStateStore:
             if not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0:
                 raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")
             check_id(fence.owner, "fence owner", allow_empty=True)
-        from .save import SavePlan  # local: keeps this module about plumbing and reads
-
         slot = (user_id, session_id, key)
         plan = SavePlan(
             self, user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
         )
         q = await self._ready()
         try:
-            version, generation = await self._write("save", lambda conn: plan.run(conn, q))
+            done = await self._one_statement(plan, q) if self._pg_append is not None else None
+            if done is None:
+                done = await self._write("save", lambda conn: plan.run(conn, q))
+            version, generation = done
         except (VersionConflict, ValueError):
             raise
         except BaseException:
@@ -350,6 +359,53 @@ class SQLAgentStateStore:
         self._cache.put(slot, CachedSlot(version, generation, plan.messages))
         state.context.mark_committed()
         return version
+
+    async def _one_statement(self, plan: SavePlan, q: Queries) -> tuple[int, int] | None:
+        """PostgreSQL append in one autocommit statement; None: use the transaction path."""
+        prepared = plan.one_statement_params()
+        if prepared is None or self._pg_append is None:
+            return None
+        params, rows, generation = prepared
+        stmt = self._pg_append
+        try:
+            applied = await self._runner.read(lambda conn: pg_append.run(conn, stmt, params, rows))
+        except TRANSLATED as exc:
+            if not is_disconnect(exc):
+                raise translate(exc, "save") from exc
+            # the connection went: the statement may or may not have run; look
+            applied = await self._applied(q, params, rows, exc)
+        return (params["new_version"], generation) if applied else None
+
+    async def _applied(
+        self, q: Queries, params: dict[str, Any], rows: list[dict[str, Any]], cause: BaseException
+    ) -> bool:
+        """After a lost connection: True if our append is there, False if nothing happened."""
+
+        def look(conn: Connection) -> tuple[Any, Any]:
+            head = conn.execute(q.slot_row, params).first()
+            first = conn.execute(q.body_at, {**params, "seq": rows[0]["seq"]}).scalar()
+            return head, first
+
+        try:
+            head, body = await self._read("save", look)
+        except StoreUnavailable:
+            raise StoreUnavailable(
+                "save: the connection was lost and the outcome is unknown"
+            ) from cause
+        if head is not None and head.version == params["expected"]:
+            return False  # not applied: the transaction path will try again
+        if (
+            head is not None
+            and head.version == params["new_version"]
+            and head.generation == params["new_generation"]
+            and head.message_count == params["new_count"]
+            and body == rows[0]["body"]
+        ):
+            return True
+        raise StoreUnavailable(
+            "save: the connection was lost and another writer has moved the slot since; "
+            "the outcome is unknown"
+        ) from cause
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)

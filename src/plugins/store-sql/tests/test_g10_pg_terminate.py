@@ -65,7 +65,8 @@ async def _killer(app: str, stop: asyncio.Event, kills: list[int]) -> None:
             rows = await conn.fetch(
                 "SELECT pid, pg_terminate_backend(pid) AS done FROM pg_stat_activity "
                 "WHERE application_name = $1 AND state = 'active' AND pid <> pg_backend_pid() "
-                "AND (query ILIKE 'UPDATE%' OR query ILIKE 'INSERT%' OR query ILIKE 'COMMIT%')",
+                "AND (query ILIKE 'UPDATE%' OR query ILIKE 'INSERT%' OR query ILIKE 'COMMIT%' "
+                "OR query ILIKE '%WITH upd AS%')",
                 app,
             )
             kills.extend(r["pid"] for r in rows if r["done"])

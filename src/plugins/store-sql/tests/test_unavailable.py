@@ -149,3 +149,34 @@ async def test_sqlite_one_writer_lock_per_file(tmp_path: Path) -> None:
     finally:
         await a.aclose()
         await b.aclose()
+
+
+@pytest.mark.parametrize("applied", [True, False])
+async def test_pg_one_statement_append_resolves_a_lost_connection(
+    applied: bool, tmp_path: Path, monkeypatch
+) -> None:
+    """The append statement autocommits: after a lost connection the store reads back whether
+    it ran (then reports success) or not (then saves through the transaction path), once."""
+    from hookagent.messages import Msg
+    from hookagent_store_sql import pg_append
+    from sqlalchemy.exc import OperationalError
+
+    real = pg_append.run
+
+    def lossy(conn, stmt, params, rows):
+        if applied:
+            real(conn, stmt, params, rows)
+        raise OperationalError(
+            "WITH upd ...", {}, ConnectionResetError("reset"), connection_invalidated=True
+        )
+
+    async with fresh_store("postgresql", tmp_path) as store:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        got = await store.get_versioned("u", "s")
+        got.state.context.append(Msg.user("once"))
+        monkeypatch.setattr(pg_append, "run", lossy)
+        assert await store.save_if_version("u", "s", got.state, 1) == 2
+        monkeypatch.setattr(pg_append, "run", real)
+        other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
+        final = await other.get_versioned("u", "s")
+        assert final.version == 2 and [m.text for m in final.state.context] == ["once"]

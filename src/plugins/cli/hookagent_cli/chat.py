@@ -7,7 +7,12 @@ saves); Ctrl-C again, Ctrl-C or Ctrl-D at the prompt, or ``/exit`` leaves.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import select
+import signal
 import sys
+from collections.abc import Iterator
 
 from .options import build_config, describe_store, slot
 from .printer import EventPrinter, ToolResultTap
@@ -45,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         )
         while True:
             try:
-                line = input("you> ")
+                line = read_line("you> ", out)
             except (EOFError, KeyboardInterrupt):
                 print(file=out)
                 break
@@ -74,6 +79,38 @@ def run(args: argparse.Namespace) -> int:
             printer.reply(reply.id, reply.text)
     print("bye: the conversation is saved; run the same command to resume it.", file=out)
     return 0
+
+
+@contextlib.contextmanager
+def _signal_wakeup() -> Iterator[int]:
+    """A pipe the C-level signal handler writes to: a Ctrl-C wakes up ``select`` at once."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    try:
+        yield r
+    finally:
+        signal.set_wakeup_fd(old)
+        os.close(r)
+        os.close(w)
+
+
+def read_line(prompt: str, out: object) -> str:
+    """``input()`` without its race: a SIGINT that lands after the prompt is printed but
+    before the read starts would leave ``input()`` blocked; here it wakes ``select`` and
+    Python raises ``KeyboardInterrupt`` as soon as ``select`` returns."""
+    print(prompt, end="", file=out, flush=True)  # type: ignore[call-overload]
+    with _signal_wakeup() as wake:
+        while True:
+            ready, _, _ = select.select([sys.stdin, wake], [], [])
+            if wake in ready:
+                os.read(wake, 512)
+                continue  # the Python-level handler has raised KeyboardInterrupt by now
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
 
 
 def register(register: object) -> None:

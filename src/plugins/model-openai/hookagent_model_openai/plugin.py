@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookagent.hookspecs import hookimpl
 
-from .provider import OpenAIChatModel
+if TYPE_CHECKING:
+    from .provider import OpenAIChatModel
 
 MODEL_NAME = "openai"
 
 
 def create_model(**options: Any) -> OpenAIChatModel:
     """``factory(**options)`` for ``AgentConfig(model="openai")``; see the README for options."""
+    from .provider import OpenAIChatModel  # imported on use: loading the plugin stays cheap
+
     return OpenAIChatModel.from_options(**options)
 
 

@@ -3,13 +3,14 @@
 Compare-and-set is an exclusive create (fsspec mode ``"xb"``: ``If-None-Match: *`` on object
 stores that support it, ``O_EXCL`` locally) of one head object per version::
 
-    <key>/v<internal version, 16 digits>   head: metadata + state sections, one PUT
-    <key>/g<gen>/<index>-<nonce>           history segments named by the heads
+    <key>/b<version // 1024>/v<version>   head: metadata + state sections, one PUT
+    <key>/g<gen>/<index>-<nonce>          history segments named by the heads
 
 A writer reads the newest head, writes its segment (a name no one else uses), then creates
 ``v<n+1>``; if another writer created it first, the create fails and the save is a
-``VersionConflict`` (its segment is removed). Superseded heads and generations are removed
-after a commit. A delete is a tombstone head created the same way, so a writer that read the
+``VersionConflict`` (its segment is removed). Head names are never freed: superseded heads
+are emptied, not removed (a freed name would let a stale writer win a create), and heads are
+bucketed by 1,024 so finding the newest lists two short directories. A delete is a tombstone head created the same way, so a writer that read the
 slot before the delete cannot resurrect it; versions restart at 1 after a delete (the head
 keeps the internal version at which the slot was recreated). Fencing epochs are kept in the
 heads, so they are per key here (the local store keeps them per session).
@@ -48,8 +49,11 @@ from .records import decode_payloads, frame, unframe
 MAGIC = b"HAJFCAS1"
 _FIXED = struct.Struct(">III")
 _HEAD_NAME = re.compile(r"v(\d{16})$")
+_BUCKET_NAME = re.compile(r"b(\d{10})$")
+BUCKET = 1024
 MAX_SEGMENTS = 256
 _RETRIES = 8
+_READ_RETRIES = 25
 
 
 def encode_cas_head(meta: dict[str, Any], state: bytes) -> bytes:
@@ -133,39 +137,61 @@ class CasCore:
         return data
 
     def rm(self, path: str) -> None:
+        """Best-effort removal (cleanup paths only: never the reason a call fails)."""
         try:
             self.fs.rm(path, recursive=True)
-        except FileNotFoundError:
+        except OSError:
             pass
 
     def kpath(self, user_id: str, session_id: str, key: str) -> str:
         return "/".join([self.root, *slot_parts(user_id, session_id), *id_parts(key)])
 
-    def heads(self, kpath: str) -> list[int]:
+    def head_path(self, kpath: str, version: int) -> str:
+        return f"{kpath}/b{version // BUCKET:010d}/v{version:016d}"
+
+    def newest(self, kpath: str) -> int:
+        """The highest head version (0 if none): the last bucket, then its last head."""
         try:
-            names = self.fs.ls(kpath, detail=False)
+            buckets = sorted(
+                int(m.group(1))
+                for n in self.fs.ls(kpath, detail=False)
+                if (m := _BUCKET_NAME.match(n.rstrip("/").rsplit("/", 1)[-1]))
+            )
         except FileNotFoundError:
-            return []
-        found = (_HEAD_NAME.match(n.rstrip("/").rsplit("/", 1)[-1]) for n in names)
-        return sorted(int(m.group(1)) for m in found if m)
+            return 0
+        for bucket in reversed(buckets):
+            try:
+                names = self.fs.ls(f"{kpath}/b{bucket:010d}", detail=False)
+            except FileNotFoundError:
+                continue
+            found = [
+                int(m.group(1))
+                for n in names
+                if (m := _HEAD_NAME.match(n.rstrip("/").rsplit("/", 1)[-1]))
+            ]
+            if found:
+                return max(found)
+        return 0
 
     def latest(self, kpath: str, where: str) -> tuple[int, dict[str, Any] | None, bytes]:
         """(internal version, metadata, state bytes) of the newest head; (0, None, b"")."""
-        for attempt in range(_RETRIES):
-            versions = self.heads(kpath)
-            if not versions:
+        for attempt in range(_READ_RETRIES):
+            version = self.newest(kpath)
+            if not version:
                 return 0, None, b""
-            data = self.cat(f"{kpath}/v{versions[-1]:016d}")
-            if data is None:
-                continue  # removed by a newer writer's cleanup: list again
+            data = self.cat(self.head_path(kpath, version))
             try:
+                if not data:  # emptied by a newer writer's cleanup, or still being written
+                    raise CorruptState(f"{where}: the newest head is empty")
                 meta, state = decode_cas_head(data, where)
             except CorruptState:
-                if attempt == _RETRIES - 1:
+                if attempt == _READ_RETRIES - 1:
                     raise
-                time.sleep(0.002 * (attempt + 1))  # a local "xb" file is visible while written
+                time.sleep(
+                    min(0.002 * (attempt + 1), 0.02)
+                )  # a local "xb" file shows while written
                 continue
-            return versions[-1], meta, state
+            return version, meta, state
         raise CorruptState(f"{where}: the newest head kept vanishing or stayed unreadable")
 
     # ------------------------------------------------------------------ reads
@@ -202,7 +228,7 @@ class CasCore:
             try:
                 msgs = self.history(kpath, (user_id, session_id, key), meta, where)
             except FileNotFoundError:
-                if self.heads(kpath)[-1:] == [internal]:
+                if self.newest(kpath) == internal:
                     raise CorruptState(f"{where}: a committed history segment is missing") from None
                 continue  # a rewrite superseded this head: read again
             return Versioned(decode_head(state, msgs), internal - meta["base"])
@@ -263,10 +289,16 @@ class CasCore:
                     "deleted": False,
                 }
                 seg_path = f"{kpath}/g{gen}/{seg}"
-                self.create(seg_path, frame(payloads))
+                try:
+                    self.create(seg_path, frame(payloads))
+                except FileNotFoundError:  # a rewrite removed this generation: we lost
+                    self.rm(seg_path)
+                    if expected is UNCONDITIONAL:
+                        continue
+                    raise VersionConflict(user_id, session_id, key, expected, None) from None
                 try:
                     self.create(
-                        f"{kpath}/v{internal + 1:016d}", encode_cas_head(new_meta, head_state)
+                        self.head_path(kpath, internal + 1), encode_cas_head(new_meta, head_state)
                     )
                 except FileExistsError:
                     self.rm(seg_path)
@@ -276,7 +308,8 @@ class CasCore:
                 except BaseException:
                     self.rm(seg_path)
                     raise
-                self._cleanup(kpath, internal + 1, gen)
+                rewrote = old and old["gen"] != gen
+                self._cleanup(kpath, internal + 1, old["gen"] if rewrote else None)
                 if append:
                     hit = self.cache.get(ck)
                     if hit is not None and (hit.gen, hit.size) == (gen, len(segs)):
@@ -286,19 +319,26 @@ class CasCore:
                 return internal + 1 - new_base
         raise StoreUnavailable(f"{where}: too many concurrent writers, the save kept losing")
 
-    def _cleanup(self, kpath: str, newest: int, gen: str) -> None:
-        """Remove heads older than the previous one and generations the newest does not use."""
-        for v in self.heads(kpath):
-            if v < newest - 1:
-                self.rm(f"{kpath}/v{v:016d}")
-        try:
-            names = self.fs.ls(kpath, detail=False)
-        except FileNotFoundError:
-            return
-        for name in names:
-            leaf = name.rstrip("/").rsplit("/", 1)[-1]
-            if re.fullmatch(r"g[0-9a-f]{16}", leaf) and leaf != f"g{gen}":
-                self.rm(name)
+    def _cleanup(self, kpath: str, newest: int, superseded: str | None) -> None:
+        """After committing ``newest``: empty the head two versions back, and remove the
+        generation a rewrite or delete superseded.
+
+        Head names are never freed (an emptied head keeps its name), so a writer that read an
+        old head can never win an exclusive create of a name that existed before: a create
+        that succeeds is always the true successor. A writer killed between its commit and
+        this cleanup leaves one full head and one old generation behind (a leak, never a
+        wrong read). Nothing a newer head names is ever removed: a writer that read an older
+        head fails its create.
+        """
+        try:  # best effort: the save is already committed and must not fail now
+            if newest > 2:
+                old = self.head_path(kpath, newest - 2)
+                if self.cat(old):
+                    self.fs.pipe_file(old, b"")
+            if superseded is not None:
+                self.rm(f"{kpath}/g{superseded}")
+        except OSError:
+            pass  # e.g. a losing writer's segment landed in the generation meanwhile
 
     def delete_key(self, user_id: str, session_id: str, key: str) -> bool:
         """Create a tombstone head (ordered with every CAS), then remove the rest."""
@@ -318,10 +358,10 @@ class CasCore:
                     "deleted": True,
                 }
                 try:
-                    self.create(f"{kpath}/v{internal + 1:016d}", encode_cas_head(tomb, b""))
+                    self.create(self.head_path(kpath, internal + 1), encode_cas_head(tomb, b""))
                 except FileExistsError:
                     continue
-                self._cleanup(kpath, internal + 1, "")
+                self._cleanup(kpath, internal + 1, meta["gen"])
                 self.cache.drop(user_id, session_id, key)
                 return True
         raise StoreUnavailable(f"{kpath}: too many concurrent writers, the delete kept losing")

@@ -1,7 +1,7 @@
 """G6 worker: ``python casworker.py MODE ROOT CTRL WORKER ATTEMPTS`` (MODE ``store``/``naive``).
 
-Each attempt reads the slot, appends a unique token message and saves with compare-and-set at
-the version it read; it writes one JSON line per attempt to CTRL/out<WORKER>: ``[token, version or null]``
+Each attempt reads the slot, appends a unique token message (every seventh attempt rewrites
+the whole history instead of appending) and saves with compare-and-set at the version it read; it writes one JSON line per attempt to CTRL/out<WORKER>: ``[token, version or null]``
 (null: the CAS lost with VersionConflict, so the token must not be stored). ``naive`` does a
 read-modify-write of a JSON file without any lock (atomic rename, so never torn): it loses
 updates, which proves the checker can see them.
@@ -39,6 +39,8 @@ async def store_mode(
         token = f"w{worker}-{i}"
         got = await store.get_versioned(U, S)
         state = got.state or AgentState(S, U)
+        if i % 7 == 0:  # some saves rewrite the whole history (a new generation)
+            state.context.replace(list(state.context))
         state.context.append(Msg.user(token))
         try:
             version = await store.save_if_version(U, S, state, got.version)

@@ -2,7 +2,8 @@
 
 ``file:///abs/path``, ``jsonfile:///abs/path``, ``jsonfile://relative/or/~/path`` and a plain
 path give a ``LocalJsonFileStore``; ``memory://name`` and other fsspec URLs (``s3://``,
-``gs://`` ...) give a single-writer ``FsspecJsonFileStore``. Options come as keyword arguments
+``gs://`` ...) give an ``FsspecJsonFileStore`` (single writer unless ``writers=multi``, which
+needs conditional writes). Options come as keyword arguments
 or in the query string (``?writers=single&sweep_after=600&cache_slots=256``).
 """
 

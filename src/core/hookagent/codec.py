@@ -18,6 +18,7 @@ from cattrs.cols import (
     list_structure_factory,
     mapping_structure_factory,
 )
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
@@ -41,25 +42,31 @@ UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 # --------------------------------------------------------------------------- converter
 
 
-def _structure_block(obj: Any, _: Any) -> ContentBlock:
-    if not isinstance(obj, dict):
-        raise InvalidState(f"content block must be an object, got {type(obj).__name__}")
-    tag = obj.get("type")
-    cls = BLOCK_TYPES.get(tag) if isinstance(tag, str) else None
-    if cls is None:
-        raise InvalidState(f"unknown content block type {tag!r}")
-    return _c.structure(obj, cls)  # type: ignore[no-any-return,unused-ignore]
+def _block_hooks(c: cattrs.Converter) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    def structure_block(obj: Any, _: Any) -> ContentBlock:
+        if not isinstance(obj, dict):
+            raise InvalidState(f"content block must be an object, got {type(obj).__name__}")
+        tag = obj.get("type")
+        cls = BLOCK_TYPES.get(tag) if isinstance(tag, str) else None
+        if cls is None:
+            raise InvalidState(f"unknown content block type {tag!r}")
+        return c.structure(obj, cls)  # type: ignore[no-any-return,unused-ignore]
 
+    def structure_output(obj: Any, t: Any) -> OutputBlock:
+        block = structure_block(obj, t)
+        if block.type not in ("text", "image", "data"):
+            raise InvalidState(f"a tool_result output cannot hold a {block.type!r} block")
+        return block
 
-def _structure_output(obj: Any, t: Any) -> OutputBlock:
-    block = _structure_block(obj, t)
-    if block.type not in ("text", "image", "data"):
-        raise InvalidState(f"a tool_result output cannot hold a {block.type!r} block")
-    return block
+    return structure_block, structure_output
 
 
 def _structure_json(obj: Any, _: Any) -> Any:
-    return obj  # free-form JSON (already parsed, depth-checked); kept as data, never revived
+    """Free-form JSON (tool input, metadata): kept as data, never revived; depth-checked
+    here, so that a document's known structure is not walked twice."""
+    if isinstance(obj, (dict, list)):
+        check_depth(obj, MAX_DEPTH - _FIXED_DEPTH, where="a free-form value")
+    return obj
 
 
 def _structure_str(obj: Any, _: Any) -> str:
@@ -106,9 +113,22 @@ def _origin_is(kind: Any) -> Callable[[Any], bool]:
     return lambda t: bool(get_origin(t) == kind)
 
 
-def make_converter() -> cattrs.Converter:
-    """The private converter: strict scalars, tagged blocks, no extra keys in known classes."""
-    c = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+def _omit_defaults(c: cattrs.Converter, cls: type) -> None:
+    """Messages are most of what is stored: leave out fields at their default (never the tag)."""
+    hook: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, c, _cattrs_omit_if_default=True, type=override(omit_if_default=False)
+    )
+    c.register_unstructure_hook(cls, hook)
+
+
+def make_converter(*, detailed: bool = True) -> cattrs.Converter:
+    """The private converter: strict scalars, tagged blocks, no extra keys in known classes.
+
+    ``detailed=False`` is the fast path every decode takes first; only a failure is
+    structured again with detailed validation, to say which field is wrong.
+    """
+    c = cattrs.Converter(forbid_extra_keys=True, detailed_validation=detailed)
+    structure_block, structure_output = _block_hooks(c)
     c.register_structure_hook(str, _structure_str)
     c.register_structure_hook(int, _structure_int)
     c.register_structure_hook(bool, _structure_bool)
@@ -124,18 +144,28 @@ def make_converter() -> cattrs.Converter:
     c.register_structure_hook_factory(
         _origin_is(dict), _strict(dict, mapping_structure_factory, "an object")
     )
-    c.register_structure_hook(ContentBlock, _structure_block)
-    c.register_structure_hook(OutputBlock, _structure_output)
+    c.register_structure_hook(ContentBlock, structure_block)
+    c.register_structure_hook(OutputBlock, structure_output)
     c.register_structure_hook(
         History, lambda obj, _: History(c.structure(obj, list[Msg]), committed=True)
     )
     c.register_unstructure_hook(History, lambda h: [c.unstructure(m, Msg) for m in h])
     c.register_unstructure_hook(ContentBlock, lambda b: c.unstructure(b, type(b)))
     c.register_unstructure_hook(OutputBlock, lambda b: c.unstructure(b, type(b)))
+    for cls in BLOCK_TYPES.values():
+        _omit_defaults(c, cls)
+    c.register_unstructure_hook(
+        Msg,
+        make_dict_unstructure_fn(
+            Msg, c, _cattrs_omit_if_default=True, role=override(omit_if_default=False)
+        ),
+    )
     return c
 
 
 _c = make_converter()
+_fast = make_converter(detailed=False)
+_FIXED_DEPTH = 4  # state > context > message > content block: where free-form values start
 
 
 def _explain(exc: BaseException, where: str) -> str:
@@ -147,6 +177,10 @@ def _explain(exc: BaseException, where: str) -> str:
 
 def structure(data: Any, cls: type[T], *, where: str = "") -> T:
     """Turn parsed JSON into ``cls``; any mismatch is an ``InvalidState`` naming the field."""
+    try:
+        return _fast.structure(data, cls)
+    except Exception:  # noqa: S110 - structured again below, to explain
+        pass
     try:
         return _c.structure(data, cls)
     except InvalidState:
@@ -196,11 +230,9 @@ def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
     if not bytes(data[:4]).strip():
         raise CorruptState(f"{what} is empty")
     try:
-        doc = orjson.loads(data)
+        return orjson.loads(data)  # orjson itself refuses nesting deeper than 1,024
     except orjson.JSONDecodeError as exc:
         raise CorruptState(f"{what} is not valid JSON: {exc}") from None
-    check_depth(doc, where=what)
-    return doc
 
 
 def _dump(value: Any, *, limit: int, what: str) -> bytes:
@@ -277,6 +309,8 @@ def state_from_dict(doc: Any, *, context: Sequence[Msg] | None = None) -> AgentS
     if context is not None:
         state.context = History(context, committed=True)
     state.extensions = {k: v for k, v in doc.items() if k not in _KNOWN_SECTIONS}
+    for name, value in state.extensions.items():
+        check_depth(value, MAX_DEPTH - 1, where=f"section {name!r}")
     return state
 
 
@@ -324,4 +358,6 @@ def dumps(value: Any, *, limit: int = MAX_STATE_BYTES, what: str = "document") -
 
 
 def loads(data: bytes | str, *, limit: int = MAX_STATE_BYTES, what: str = "document") -> Any:
-    return _parse(data, limit=limit, what=what)
+    doc = _parse(data, limit=limit, what=what)
+    check_depth(doc, where=what)
+    return doc

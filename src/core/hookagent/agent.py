@@ -24,6 +24,7 @@ from .kernel import Kernel
 from .loop import Turn
 from .messages import Msg
 from .models import Model
+from .plugins import HookagentPluginManager
 from .runs import AgentRun, AgentRunRegistry, RunCancelled, RunInfo
 from .state import AgentState
 from .store.base import AgentStateStore, ConflictPolicy
@@ -46,6 +47,8 @@ class AgentConfig:
     ``tool_context.activated_groups``. ``state_store`` is a store object or a URL whose scheme a store plugin registered;
     None uses the default a plugin declares (the JSON-file store), else in-memory with a
     warning. ``model`` is a model object or the name of a registered provider.
+    ``plugin_manager`` uses a manager you made (``create_plugin_manager``) instead of a new
+    one: its plugins and monitors (the test fixtures pass theirs).
     """
 
     name: str = "agent"
@@ -68,6 +71,7 @@ class AgentConfig:
     shutdown_timeout: float = 30.0
     autoload_plugins: bool | None = None
     strict_plugins: bool | None = None
+    plugin_manager: HookagentPluginManager | None = None
     _kernel: list[Kernel] = attrs.field(factory=list, init=False, eq=False, repr=False)
 
     @property

@@ -21,7 +21,7 @@ from .errors import AgentError, HookContractError, ModelError, StoreConfiguratio
 from .gates import LocalSessionGate, SessionGate
 from .messages import ToolResultBlock, ToolUseBlock
 from .models import Model, ToolSpec
-from .plugins import HookagentPluginManager, create_plugin_manager
+from .plugins import create_plugin_manager
 from .registry import collect
 from .runs import AgentRunRegistry
 from .store.base import AgentStateStore
@@ -65,9 +65,16 @@ class Kernel:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
-        self.pm: HookagentPluginManager = create_plugin_manager(
-            config.plugins, autoload=config.autoload_plugins, strict=config.strict_plugins
-        )
+        if config.plugin_manager is not None:
+            self.pm = config.plugin_manager
+            for plugin in config.plugins:
+                if not self.pm.is_registered(plugin):
+                    self.pm.register(plugin)
+            self.pm.check_pending()
+        else:
+            self.pm = create_plugin_manager(
+                config.plugins, autoload=config.autoload_plugins, strict=config.strict_plugins
+            )
         self.tools = self._collect_tools()
         self._enabled: dict[frozenset[str], tuple[dict[str, Tool], list[ToolSpec]]] = {}
         self.middlewares: list[ToolMiddleware] = [

@@ -54,7 +54,11 @@ def collect(
     """Call every implementation of a registration hook with its own registrar."""
     sink: dict[str, tuple[Any, str]] = {}
     hook = getattr(pm.hook, hook_name)
-    for impl in reversed(hook.get_hookimpls()):  # registration order: first registered first
+    impls = list(reversed(hook.get_hookimpls()))  # registration order: first registered first
+    for impl in impls:
         register = make(what, sink, impl.plugin_name)
-        impl.function(*[{"register": register}[arg] for arg in impl.argnames])
+        # one implementation at a time, through pluggy, so hook monitoring (tracing, the
+        # test recorder) sees registration calls too
+        others = [i.plugin for i in impls if i is not impl]
+        pm.subset_hook_caller(hook_name, remove_plugins=others)(register=register)
     return sink

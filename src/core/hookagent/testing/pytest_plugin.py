@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -66,23 +66,15 @@ def scripted_model() -> ScriptedModel:
 
 @pytest.fixture
 def agent_config(
-    hookagent_plugins: list[object], scripted_model: ScriptedModel, hook_recorder: HookRecorder
+    hookagent_pm: HookagentPluginManager, scripted_model: ScriptedModel, hook_recorder: HookRecorder
 ) -> Callable[..., AgentConfig]:
+    """Configurations on ``hookagent_pm``: the recorder sees every hook call, registration too."""
+
     def make(**options: Any) -> AgentConfig:
         options.setdefault("model", scripted_model)
         options.setdefault("state_store", InMemoryAgentStateStore())
-        options.setdefault("autoload_plugins", False)
         options.setdefault("tool_groups", ("*",))
-        options["plugins"] = [*hookagent_plugins, *options.get("plugins", ())]
-        config = AgentConfig(**options)
-        calls = hook_recorder.calls
-
-        def before(name: str, impls: Any, kwargs: Mapping[str, Any]) -> None:
-            from .recorder import HookCall
-
-            calls.append(HookCall(name, dict(kwargs), tuple(i.plugin_name for i in impls)))
-
-        config.kernel.pm.add_hookcall_monitoring(before, lambda *a: None)
-        return config
+        options.setdefault("plugin_manager", hookagent_pm)
+        return AgentConfig(**options)
 
     return make

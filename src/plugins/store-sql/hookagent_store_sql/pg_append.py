@@ -9,13 +9,16 @@ through the ordinary transaction.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from hookagent.errors import StoreUnavailable
 from sqlalchemy import Integer, Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
+from .queries import Queries
 from .schema import Tables
 
 
@@ -60,3 +63,39 @@ def run(
     }
     got = conn.execute(stmt, params).one()
     return bool(got.updated == 1 and got.inserted == len(rows))
+
+
+async def resolve(
+    read: Callable[[str, Callable[[Connection], Any]], Awaitable[Any]],
+    q: Queries,
+    params: dict[str, Any],
+    rows: list[dict[str, Any]],
+    cause: BaseException,
+) -> bool:
+    """After a lost connection: True if our append is there, False if nothing happened."""
+
+    def look(conn: Connection) -> tuple[Any, Any]:
+        head = conn.execute(q.slot_row, params).first()
+        first = conn.execute(q.body_at, {**params, "seq": rows[0]["seq"]}).scalar()
+        return head, first
+
+    try:
+        head, body = await read("save", look)
+    except StoreUnavailable:
+        raise StoreUnavailable(
+            "save: the connection was lost and the outcome is unknown"
+        ) from cause
+    if head is not None and head.version == params["expected"]:
+        return False  # not applied: the transaction path will try again
+    if (
+        head is not None
+        and head.version == params["new_version"]
+        and head.generation == params["new_generation"]
+        and head.message_count == params["new_count"]
+        and body == rows[0]["body"]
+    ):
+        return True
+    raise StoreUnavailable(
+        "save: the connection was lost and another writer has moved the slot since; "
+        "the outcome is unknown"
+    ) from cause

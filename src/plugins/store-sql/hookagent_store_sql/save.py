@@ -8,25 +8,50 @@ nothing. The write itself is proportional to the change.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import secrets
+from typing import Any
 
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import VersionConflict
+from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence
 from sqlalchemy.engine import Connection
 
 from .cache import CachedSlot
+from .migrations import utcnow
 from .queries import Queries, RetryTransaction
-from .schema import slot_hash
+from .schema import MSG_ID_LENGTH, ROLE_LENGTH, slot_hash
 
-if TYPE_CHECKING:
-    from .store import SQLAgentStateStore
+
+def _readable(value: object, length: int) -> str:
+    return str(value).replace("\x00", "")[:length]
+
+
+def message_row(
+    user_id: str, hsh: str, session_id: str, key: str, seq: int, msg: Msg
+) -> dict[str, Any]:
+    """Encode (and so validate) one message into its row."""
+    return {
+        "user_id": user_id,
+        "slot_hash": hsh,
+        "seq": seq,
+        "session_id": session_id,
+        "state_key": key,
+        "role": _readable(getattr(msg, "role", ""), ROLE_LENGTH),
+        "msg_id": _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
+        "body": encode_msg(msg).decode("utf-8"),
+    }
+
+
+def new_generation() -> int:
+    """A recreated slot starts at a random generation, so no reader's cache matches it."""
+    return secrets.randbits(62)
 
 
 class SavePlan:
     def __init__(
         self,
-        store: SQLAgentStateStore,
         user_id: str,
         session_id: str,
         key: str,
@@ -35,11 +60,11 @@ class SavePlan:
         fence: Fence | None,
         cached: CachedSlot | None,
     ) -> None:
-        self.store, self.u, self.s, self.k = store, user_id, session_id, key
+        self.u, self.s, self.k = user_id, session_id, key
         self.h = slot_hash(session_id, key)
         self.expected, self.fence = expected, fence
         self.cached = cached  # read on the event loop: the plan may run in another thread
-        self.head = store.encode_head(state)
+        self.head = encode_head(state).decode("utf-8")
         self.messages = tuple(state.context)
         self.base = state.context.unchanged_prefix
         self._rows: dict[int, dict[str, Any]] = {}
@@ -50,7 +75,7 @@ class SavePlan:
         for seq in range(start, len(self.messages)):
             row = self._rows.get(seq)
             if row is None:
-                row = self._rows[seq] = self.store.message_row(
+                row = self._rows[seq] = message_row(
                     self.u, self.h, self.s, self.k, seq, self.messages[seq]
                 )
             out.append(row)
@@ -83,13 +108,13 @@ class SavePlan:
             "new_generation": cached.generation,
             "new_count": len(self.messages),
             "new_head": self.head,
-            "now": self.store.now(),
+            "now": utcnow(),
         }
         return params, self._encode(self.base), cached.generation
 
     def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
-        now = self.store.now()
+        now = utcnow()
         if self.fence is not None:
             q.check_fence(conn, self.u, self.s, self.fence.epoch, self.fence.owner, now)
         if self.expected == 0:
@@ -122,7 +147,7 @@ class SavePlan:
 
     def _create(self, conn: Connection, q: Queries, now: Any) -> tuple[int, int]:
         rows = self._encode(0)
-        generation = self.store.new_generation()
+        generation = new_generation()
         values = {
             "user_id": self.u,
             "slot_hash": self.h,

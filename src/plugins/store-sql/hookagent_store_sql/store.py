@@ -10,11 +10,10 @@ already holds for the slot's generation.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
-from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
+from hookagent.codec import decode_head, decode_msg
 from hookagent.errors import (
     CorruptState,
     StoreConfigurationError,
@@ -39,18 +38,14 @@ from . import pg_append
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
-from .migrations import check_migrations, flavor_of, migrate, utcnow
+from .migrations import check_migrations, flavor_of, migrate
 from .queries import Queries, RetryTransaction
 from .runner import AsyncRunner, ThreadRunner
 from .save import SavePlan
-from .schema import MSG_ID_LENGTH, ROLE_LENGTH, Tables, slot_hash
+from .schema import Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
 
 T = TypeVar("T")
-
-
-def _readable(value: object, length: int) -> str:
-    return str(value).replace("\x00", "")[:length]
 
 
 class SQLAgentStateStore:
@@ -343,7 +338,7 @@ class SQLAgentStateStore:
             check_id(fence.owner, "fence owner", allow_empty=True)
         slot = (user_id, session_id, key)
         plan = SavePlan(
-            self, user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
+            user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
         )
         q = await self._ready()
         try:
@@ -373,39 +368,8 @@ class SQLAgentStateStore:
             if not is_disconnect(exc):
                 raise translate(exc, "save") from exc
             # the connection went: the statement may or may not have run; look
-            applied = await self._applied(q, params, rows, exc)
+            applied = await pg_append.resolve(self._read, q, params, rows, exc)
         return (params["new_version"], generation) if applied else None
-
-    async def _applied(
-        self, q: Queries, params: dict[str, Any], rows: list[dict[str, Any]], cause: BaseException
-    ) -> bool:
-        """After a lost connection: True if our append is there, False if nothing happened."""
-
-        def look(conn: Connection) -> tuple[Any, Any]:
-            head = conn.execute(q.slot_row, params).first()
-            first = conn.execute(q.body_at, {**params, "seq": rows[0]["seq"]}).scalar()
-            return head, first
-
-        try:
-            head, body = await self._read("save", look)
-        except StoreUnavailable:
-            raise StoreUnavailable(
-                "save: the connection was lost and the outcome is unknown"
-            ) from cause
-        if head is not None and head.version == params["expected"]:
-            return False  # not applied: the transaction path will try again
-        if (
-            head is not None
-            and head.version == params["new_version"]
-            and head.generation == params["new_generation"]
-            and head.message_count == params["new_count"]
-            and body == rows[0]["body"]
-        ):
-            return True
-        raise StoreUnavailable(
-            "save: the connection was lost and another writer has moved the slot since; "
-            "the outcome is unknown"
-        ) from cause
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
@@ -438,31 +402,3 @@ class SQLAgentStateStore:
         await self._runner.aclose()
         if self._owns_engine:
             await self._engine.dispose()
-
-    # used by SavePlan
-    def message_row(
-        self, user_id: str, hsh: str, session_id: str, key: str, seq: int, msg: Msg
-    ) -> dict[str, Any]:
-        """Encode (and so validate) one message into its row."""
-        return {
-            "user_id": user_id,
-            "slot_hash": hsh,
-            "seq": seq,
-            "session_id": session_id,
-            "state_key": key,
-            "role": _readable(getattr(msg, "role", ""), ROLE_LENGTH),
-            "msg_id": _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
-            "body": encode_msg(msg).decode("utf-8"),
-        }
-
-    @staticmethod
-    def new_generation() -> int:
-        return secrets.randbits(62)
-
-    @staticmethod
-    def encode_head(state: AgentState) -> str:
-        return encode_head(state).decode("utf-8")
-
-    @staticmethod
-    def now() -> Any:
-        return utcnow()

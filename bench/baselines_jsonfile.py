@@ -77,13 +77,9 @@ def main() -> None:
     base.mkdir(parents=True)
     out: dict[str, object] = {"dir": str(base)}
     history = [m for n in range(1, 1001) for m in turn(n)]
-    raw_text = sum(len(b.text.encode()) for m in history for b in m.content if hasattr(b, "text"))
-    raw_text += sum(
-        len(o.text.encode())
-        for m in history
-        for b in m.content
-        if hasattr(b, "output")
-        for o in b.output
+    # the message content: user, tool result and final texts (200 characters each per turn)
+    raw_text = sum(
+        len((user_text(n) + tool_text(n) + final_text(n)).encode()) for n in range(1, 1001)
     )
 
     # 1. physical limits

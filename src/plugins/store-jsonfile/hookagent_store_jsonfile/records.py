@@ -3,6 +3,9 @@
 History record: ``len (4 bytes, big-endian) | crc32(payload) (4 bytes) | payload`` where the
 payload is one message encoded by ``hookagent.codec.encode_msg``.
 
+Messages of 96 bytes or more are stored zlib-compressed when that is smaller (``pack``); a
+record's payload is told apart by its first byte (``{`` for JSON, 0x78 for zlib).
+
 Head file: ``MAGIC | meta_len | state_len | crc32(meta + state) | meta | state`` where ``meta``
 is a small JSON object (version, history generation, committed record count and byte length)
 and ``state`` is ``encode_head(state)`` (every section but the history). The head is always
@@ -34,6 +37,7 @@ RECORD = struct.Struct(">II")
 MAGIC = b"HAJFHD1\n"
 _HEAD = struct.Struct(">III")
 _META_LIMIT = 64 * 1024
+_COMPRESS_MIN = 96
 
 
 @attrs.frozen
@@ -48,9 +52,38 @@ class Head:
     state: bytes
 
 
-def frame(payloads: Iterable[bytes]) -> bytes:
+def pack(message: bytes) -> bytes:
+    """A message's stored form: zlib when that is smaller, else its JSON as is.
+
+    The two never look alike: encoded messages are JSON objects (first byte ``{``), a zlib
+    stream with the default window starts with 0x78.
+    """
+    if len(message) >= _COMPRESS_MIN:
+        packed = zlib.compress(message, 6)
+        if len(packed) < len(message):
+            return packed
+    return message
+
+
+def unpack(payload: bytes, where: str) -> bytes:
+    """Inverse of ``pack``, bounded to ``MAX_MESSAGE_BYTES`` (no decompression bomb)."""
+    if payload[:1] != b"\x78":
+        return payload
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(payload, MAX_MESSAGE_BYTES + 1)
+    except zlib.error as exc:
+        raise CorruptState(f"{where}: a compressed message does not inflate: {exc}") from None
+    if len(out) > MAX_MESSAGE_BYTES or not inflater.eof or inflater.unused_data:
+        raise CorruptState(f"{where}: a compressed message is oversized or has trailing bytes")
+    return out
+
+
+def frame(messages: Iterable[bytes]) -> bytes:
+    """Records for encoded messages (each packed, then ``len | crc32 | payload``)."""
     out = bytearray()
-    for p in payloads:
+    for m in messages:
+        p = pack(m)
         out += RECORD.pack(len(p), zlib.crc32(p))
         out += p
     return bytes(out)
@@ -152,7 +185,8 @@ def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
     """
     out: list[Msg] = []
     try:
-        for p in payloads:
+        for stored in payloads:
+            p = unpack(stored, where)
             if len(p) > MAX_MESSAGE_BYTES:
                 raise CorruptState(f"{where}: a stored message is {len(p)} bytes, over the limit")
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,22 @@ async def test_save_work_does_not_grow_with_history(
     assert the_log_of(tmp_path, "small").stat().st_ino == log_small  # appended, not rewritten
     assert small_fsyncs == big_fsyncs == 3  # records, head temp file, directory
     assert big_bytes - small_bytes < 64  # only the head's counters differ in length
+
+
+def test_compressed_records_round_trip_and_refuse_bombs() -> None:
+    from hookagent.codec import MAX_MESSAGE_BYTES
+    from hookagent_store_jsonfile.records import decode_payloads, pack, unframe
+
+    long_msg = encode_msg(Msg.user("word " * 200))
+    short_msg = encode_msg(Msg.user("hi"))
+    assert pack(long_msg)[:1] == b"\x78" and len(pack(long_msg)) < len(long_msg)
+    assert pack(b'{"role":"user"}') == b'{"role":"user"}'  # too short to be worth it
+    stored = unframe(frame([long_msg, short_msg]), 2, "t")
+    assert [m.text for m in decode_payloads(stored, "t")] == ["word " * 200, "hi"]
+    bomb = zlib.compress(b"{" + b" " * (MAX_MESSAGE_BYTES + 10))
+    with pytest.raises(CorruptState, match="oversized"):
+        decode_payloads([bomb], "t")
+    with pytest.raises(CorruptState, match="trailing"):
+        decode_payloads([pack(long_msg) + b"junk"], "t")
+    with pytest.raises(CorruptState, match="inflate"):
+        decode_payloads([b"\x78\x9c garbage"], "t")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -21,6 +22,11 @@ from hookagent.state import AgentState
 from hookagent_store_jsonfile.localcore import LocalCore
 
 U, S, K = "u", "s", "agent_state"
+
+
+def noise(n: int) -> str:
+    """Text that does not compress (records are stored zlib-compressed when smaller)."""
+    return secrets.token_urlsafe(n)[:n]
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -50,16 +56,16 @@ def main() -> None:
         out = {}
         base = core.get(U, S, K).state
         assert base is not None
-        base.context.extend(Msg.user(f"big{i}-" + "b" * 30_000) for i in range(4))
+        base.context.extend(Msg.user(f"big{i}-" + noise(30_000)) for i in range(4))
         out["append_big"] = base
         base = core.get(U, S, K).state
         assert base is not None
-        base.context.replace([*base.context, *[Msg.user("r" * 30_000) for _ in range(4)]])
+        base.context.replace([*base.context, *[Msg.user(noise(30_000)) for _ in range(4)]])
         out["rewrite_big"] = base
         base = core.get(U, S, K).state
         assert base is not None
         base.context.append(Msg.user("small"))
-        base.summary = "h" * 100_000
+        base.summary = noise(100_000)
         out["head_big"] = base
         return out
 

@@ -20,6 +20,7 @@ from cattrs.cols import (
 )
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from ._fastmsg import Mismatch, fast_msg
 from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
 from .state import SCHEMA_VERSION, AgentState, History
@@ -146,9 +147,16 @@ def make_converter(*, detailed: bool = True) -> cattrs.Converter:
     )
     c.register_structure_hook(ContentBlock, structure_block)
     c.register_structure_hook(OutputBlock, structure_output)
-    c.register_structure_hook(
-        History, lambda obj, _: History(c.structure(obj, list[Msg]), committed=True)
-    )
+
+    def structure_history(obj: Any, _: Any) -> History:
+        if type(obj) is list:
+            try:
+                return History([fast_msg(doc, _check_free) for doc in obj], committed=True)
+            except Mismatch:
+                pass  # the converter says which message and field is wrong
+        return History(c.structure(obj, list[Msg]), committed=True)
+
+    c.register_structure_hook(History, structure_history)
     c.register_unstructure_hook(History, lambda h: [c.unstructure(m, Msg) for m in h])
     c.register_unstructure_hook(ContentBlock, lambda b: c.unstructure(b, type(b)))
     c.register_unstructure_hook(OutputBlock, lambda b: c.unstructure(b, type(b)))
@@ -260,9 +268,21 @@ def encode_msg(msg: Msg) -> bytes:
     return _dump(data, limit=MAX_MESSAGE_BYTES, what="message")
 
 
+def _check_free(value: Any) -> None:
+    if value:
+        check_depth(value, MAX_DEPTH - _FIXED_DEPTH, where="a free-form value")
+
+
+def msg_from_dict(doc: Any, *, where: str = "message") -> Msg:
+    """Parsed JSON to a ``Msg``: the strict fast path, else the converter (which explains)."""
+    try:
+        return fast_msg(doc, _check_free)
+    except Mismatch:
+        return structure(doc, Msg, where=where)
+
+
 def decode_msg(data: bytes | str) -> Msg:
-    doc = _parse(data, limit=MAX_MESSAGE_BYTES, what="message")
-    return structure(doc, Msg, where="message")
+    return msg_from_dict(_parse(data, limit=MAX_MESSAGE_BYTES, what="message"))
 
 
 def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:

@@ -368,3 +368,36 @@ def test_upcasters_migrate_older_versions(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(codec.UPCASTERS, SCHEMA_VERSION - 1, upcast)
     state = codec.decode_state(orjson.dumps(old))
     assert state.schema_version == SCHEMA_VERSION and len(state.context) == 6
+
+
+# ---------------------------------------------------------------------------- the fast path
+
+mutation = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    text,
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(text, st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(message, st.data())
+def test_fast_path_is_never_looser_than_the_converter(msg: Msg, data: st.DataObject) -> None:
+    """Mutate one field of an encoded message: the fast path either agrees with the
+    converter or declines (and the converter decides)."""
+    from hookagent._fastmsg import Mismatch, fast_msg
+
+    doc = orjson.loads(codec.encode_msg(msg))
+    targets: list[tuple[dict[str, Any], str]] = [(doc, k) for k in [*doc, "extra"]]
+    for block in doc.get("content", []):
+        targets += [(block, k) for k in [*block, "extra"]]
+    where, key = data.draw(st.sampled_from(targets))
+    where[key] = data.draw(mutation)
+    try:
+        fast = fast_msg(doc, codec._check_free)
+    except Mismatch:
+        return
+    assert codec.structure(doc, Msg) == fast

@@ -22,13 +22,11 @@ from typing import Any
 import attrs
 import orjson
 from hookagent.codec import (
-    MAX_DEPTH,
     MAX_MESSAGE_BYTES,
     MAX_STATE_BYTES,
-    check_depth,
     dumps,
     loads,
-    structure,
+    msg_from_dict,
 )
 from hookagent.errors import CorruptState, InvalidState, UnsupportedSchemaVersion
 from hookagent.messages import Msg
@@ -178,11 +176,7 @@ def decode_fence(data: bytes, where: str) -> int:
 
 
 def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
-    """Decode stored messages with the codec's rules (size, depth 64, strict structure).
-
-    The exact depth walk only runs when a payload holds more than ``MAX_DEPTH`` opening
-    brackets: fewer brackets cannot nest deeper, and the walk is most of the decode time.
-    """
+    """Decode stored messages with the codec's rules (size, depth 64, strict structure)."""
     out: list[Msg] = []
     try:
         for stored in payloads:
@@ -193,9 +187,7 @@ def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
                 doc = orjson.loads(p)
             except orjson.JSONDecodeError as exc:
                 raise CorruptState(f"{where}: a stored message is not JSON: {exc}") from None
-            if p.count(b"[") + p.count(b"{") > MAX_DEPTH:
-                check_depth(doc, where="message")
-            out.append(structure(doc, Msg, where="message"))
+            out.append(msg_from_dict(doc))
     except UnsupportedSchemaVersion:
         raise
     except InvalidState as exc:

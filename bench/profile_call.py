@@ -23,11 +23,13 @@ sys.path.insert(0, str(HERE))
 from bench_agent import make_config, one_call  # noqa: E402
 from bench_stores import probe_for  # noqa: E402
 from bench_texts import W1_SESSION, W1_USER  # noqa: E402
+from workload import warm_texts  # noqa: E402
 
 
 async def run(store: str, warm: int, calls: int, top: int) -> str:
     probe = probe_for(store)
     probe.reset()
+    warm_texts(warm + calls + 1)
     config = make_config(store)
     await config.kernel.store()
     t0 = time.perf_counter()

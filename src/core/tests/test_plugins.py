@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pluggy
 import pytest
-from hookagent import AgentConfig, create_plugin_manager, hookimpl
+from hookagent import AgentConfig, InMemoryAgentStateStore, create_plugin_manager, hookimpl
 from hookagent.plugins import HookagentPluginManager
 
 
@@ -123,8 +123,8 @@ def test_misspelled_hook_fails_loudly() -> None:
 
 
 def test_one_manager_per_configuration() -> None:
-    a = AgentConfig(autoload_plugins=False)
-    b = AgentConfig(autoload_plugins=False)
+    a = AgentConfig(autoload_plugins=False, state_store=InMemoryAgentStateStore())
+    b = AgentConfig(autoload_plugins=False, state_store=InMemoryAgentStateStore())
     assert isinstance(a.kernel.pm, HookagentPluginManager)
     assert a.kernel.pm is not b.kernel.pm
     assert a.build().kernel is a.build().kernel

@@ -183,7 +183,7 @@ class Agent:
         return AgentRun(self, _as_msgs(msgs), ctx if ctx is not None else RuntimeContext())
 
     async def call(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> Msg:
-        """Run one call to its reply (see docs/agent.md for the flow)."""
+        """Run one call to its reply (the flow: docs/quickstart.md, "What a call does")."""
         return await self.prepare_call(msgs, ctx).result()
 
     def call_sync(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> Msg:
@@ -220,9 +220,15 @@ class Agent:
             time.time(),
             ctx.run_id if is_child or ctx.parent_run_id == ctx.run_id else None,
         )
+        if is_child and parent is not None and parent.info is not None:
+            if (parent.info.user_id, parent.info.session_id) == (user_id, session_id):
+                raise AgentError(
+                    f"a subagent call on the parent's own session {session_id!r} would wait "
+                    "for the parent forever: derive its context with its own session_id"
+                )
         registry = self.kernel.registry
         registry.register(run, info)
-        run._parent = parent if is_child else None  # type: ignore[attr-defined]
+        run.parent = parent if is_child else None
         ctx.put(AgentRun, run)
         key = (user_id, session_id)
         try:
@@ -271,12 +277,12 @@ class Agent:
             data,
         )
         run._push(event)
-        parent = getattr(run, "_parent", None)
+        parent = run.parent
         while parent is not None:
             parent._push(
                 attrs.evolve(event, data={**data, "child": True, "agent_id": self.agent_id})
             )
-            parent = getattr(parent, "_parent", None)
+            parent = parent.parent
         # each observer is called on its own, so that one failing never hides the event from
         # the others (pluggy would stop at the first exception)
         for observe in self.kernel.event_observers:

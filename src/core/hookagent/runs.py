@@ -96,6 +96,7 @@ class AgentRun:
         self.control = InterruptControl()
         self.status = "pending"  # pending | running | done | cancelled
         self.info: RunInfo | None = None
+        self.parent: AgentRun | None = None  # the run this one is a subagent of
         self._scope: anyio.CancelScope | None = None
         self._events: list[RunEvent] = []
         self._event_added: anyio.Event | None = None

@@ -454,3 +454,20 @@ async def test_subagent_is_part_of_the_parent_run() -> None:
     assert [e.kind for e in seen][-1] == "run_finished"
     sessions = {(e.session_id, e.kind) for e in recorder.events if e.run_id == "P"}
     assert ("sub-1", "run_started") in sessions and ("main", "run_started") in sessions
+
+
+async def test_subagent_on_the_parents_session_is_refused_not_deadlocked() -> None:
+    recorder = Recorder()
+    inner = make(ScriptedModel(["never"]), recorder, tools=[])
+
+    async def same_session(ctx: RuntimeContext) -> str:
+        """Call a subagent on this very session."""
+        return (await inner.build().call("x", ctx.derive())).text
+
+    model = ScriptedModel([tool_call("same_session"), "recovered"])
+    agent = make(model, recorder, tools=[same_session], run_registry=inner.kernel.registry).build()
+    with anyio.fail_after(10):
+        reply = await agent.call("go", RuntimeContext(user_id="u", session_id="s"))
+    assert reply.text == "recovered"
+    result = model.requests[1].messages[-1].tool_results[0]
+    assert result.state == "error" and "own session_id" in result.text

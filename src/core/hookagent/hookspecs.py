@@ -100,7 +100,7 @@ def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> Any:
     :param ctx: the call's context.
 
     Result: None (or an awaitable of None). Validation or migration plugins raise here to
-    refuse the call before the model is asked anything.
+    refuse the call before the model is asked anything (nothing is saved).
     """
 
 

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hookagent.loop")
 GENERATE_REASON = "generate_reason"
+SAVE_ON_FAILURE_TIMEOUT = 30.0
+"""Seconds a failed or cancelled call may spend saving its input (shielded from cancel)."""
 
 
 class Turn:
@@ -57,7 +59,12 @@ class Turn:
 
     # ------------------------------------------------------------------ the turn
     async def execute(self, msgs: Sequence[Msg]) -> Msg:
-        state = await self.load()
+        """The whole turn; whatever happens, exactly one end event is emitted."""
+        try:
+            state = await self.load()
+        except BaseException as exc:
+            await self.failed(exc)  # refused before any input was taken: nothing is saved
+            raise
         control = self.run.control
         input_start = len(state.context)
         if state.shutdown_interrupted:
@@ -74,7 +81,7 @@ class Turn:
         except BaseException as exc:
             del state.context[input_end:]  # the input stays, partial output goes
             _close_open_tool_uses(state, input_start)
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(SAVE_ON_FAILURE_TIMEOUT, shield=True):
                 try:
                     await self.persist(state, "error")
                 except Exception as save_error:
@@ -82,16 +89,24 @@ class Turn:
                         f"hookagent: saving the failed call's input also failed: {save_error!r}"
                     )
                     exc.__dict__.setdefault("save_error", save_error)
-                await self.emit("run_failed", error=f"{type(exc).__name__}: {exc}")
+            await self.failed(exc)
             raise
         if outcome == "shutdown":
             state.shutdown_interrupted = True
-        await self.persist(state, outcome)
+        try:
+            await self.persist(state, outcome)
+        except BaseException as exc:  # a lost compare-and-set, an unavailable store
+            await self.failed(exc)
+            raise
         if outcome == "success":
             await self.emit("run_finished", reply_id=reply.id)
         else:
             await self.emit("run_interrupted", reason=control.reason, reply_id=reply.id)
         return reply
+
+    async def failed(self, exc: BaseException) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.emit("run_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def load(self) -> AgentState:
         store = await self.kernel.store()

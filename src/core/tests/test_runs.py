@@ -471,3 +471,47 @@ async def test_subagent_on_the_parents_session_is_refused_not_deadlocked() -> No
     assert reply.text == "recovered"
     result = model.requests[1].messages[-1].tool_results[0]
     assert result.state == "error" and "own session_id" in result.text
+
+
+async def test_one_end_event_when_loading_or_saving_fails() -> None:
+    from hookagent import VersionConflict
+
+    class Refuse:
+        @hookimpl
+        def hookagent_state_loaded(self) -> None:
+            raise PermissionError("refused by a validation plugin")
+
+    recorder = Recorder()
+    store = InMemoryAgentStateStore()
+    agent = AgentConfig(
+        model=ScriptedModel(["x"]),
+        plugins=[recorder, Refuse()],
+        state_store=store,
+        autoload_plugins=False,
+    ).build()
+    with pytest.raises(PermissionError):
+        await agent.call("hi", RuntimeContext(user_id="u", session_id="s"))
+    assert [e.kind for e in recorder.events] == ["run_started", "run_failed"]
+    assert not await store.exists("u", "s")
+
+    recorder2 = Recorder()
+
+    async def sneak() -> str:
+        """Write behind the agent's back."""
+        await store.save_if_version("u", "t", AgentState("t", "u"), 0)
+        return "ok"
+
+    agent2 = AgentConfig(
+        model=ScriptedModel([tool_call("sneak"), "done"]),
+        tools=[sneak],
+        plugins=[recorder2],
+        state_store=store,
+        autoload_plugins=False,
+    ).build()
+    with pytest.raises(VersionConflict):
+        await agent2.call("hi", RuntimeContext(user_id="u", session_id="t"))
+    kinds = [e.kind for e in recorder2.events]
+    assert (
+        kinds[0] == "run_started" and kinds[-1] == "run_failed" and kinds.count("run_failed") == 1
+    )
+    assert "run_finished" not in kinds

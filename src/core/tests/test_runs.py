@@ -491,7 +491,7 @@ async def test_one_end_event_when_loading_or_saving_fails() -> None:
     ).build()
     with pytest.raises(PermissionError):
         await agent.call("hi", RuntimeContext(user_id="u", session_id="s"))
-    assert [e.kind for e in recorder.events] == ["run_started", "run_failed"]
+    assert [e.kind for e in recorder.events] == ["run_started", "state_loaded", "run_failed"]
     assert not await store.exists("u", "s")
 
     recorder2 = Recorder()

@@ -67,7 +67,7 @@ async def _in_process(
     try:
         store = await config.kernel.store()
         where = describe_store(config, store)
-        tools = ", ".join(sorted(config.kernel.tools))
+        tools = ", ".join(sorted(config.kernel.enabled_tools()[0]))
         _say("hookagent demo: an agent whose state survives interrupts and new processes")
         _say(
             f"  model  {args.model!r}"

@@ -173,7 +173,31 @@ def make_converter(*, detailed: bool = True) -> cattrs.Converter:
 
 _c = make_converter()
 _fast = make_converter(detailed=False)
+
+
+def _warm_up() -> None:
+    """cattrs compiles a class's hooks on first use (milliseconds each): do it at import,
+    not inside some process's first call."""
+    attrs.resolve_types(AgentState)
+    for field in attrs.fields(AgentState):
+        if field.name in ("context", "extensions"):
+            continue
+        for conv in (_c, _fast):
+            conv.get_structure_hook(field.type)
+            conv.get_unstructure_hook(field.type)
+    for conv in (_c, _fast):
+        conv.get_structure_hook(AgentState)
+        conv.get_structure_hook(Msg)
+        conv.get_unstructure_hook(Msg)
+        for cls in BLOCK_TYPES.values():
+            conv.get_structure_hook(cls)
+            conv.get_unstructure_hook(cls)
+
+
 _FIXED_DEPTH = 4  # state > context > message > content block: where free-form values start
+
+
+_warm_up()
 
 
 def _explain(exc: BaseException, where: str) -> str:

@@ -234,6 +234,8 @@ class Agent:
         try:
             with anyio.CancelScope() as scope:
                 run._scope = scope
+                if run.status == "cancelled":  # cancel() came before the scope existed
+                    scope.cancel()
                 self._queued.add(run)
                 try:
                     gate = self.kernel.gate.acquire(

@@ -44,7 +44,7 @@ def _opt_str(value: Any) -> str | None:
 
 
 def _keys(doc: dict[str, Any], allowed: frozenset[str]) -> None:
-    if not allowed.issuperset(doc):
+    if not doc.keys() <= allowed:
         raise Mismatch
 
 
@@ -105,23 +105,43 @@ def _block(doc: Any, check_json: Any) -> Any:
 
 def fast_msg(doc: Any, check_json: Any) -> Msg:
     """``check_json(value)`` depth-checks free-form values (tool input, metadata)."""
-    if type(doc) is not dict or not _MSG_KEYS.issuperset(doc):
-        raise Mismatch
     try:
-        role = doc["role"]
-        content = doc.get("content", [])
-        if role not in _ROLES or type(content) is not list:
-            raise Mismatch
-        metadata = doc.get("metadata", {})
-        if type(metadata) is not dict:
-            raise Mismatch
-        check_json(metadata)
-        timestamp = doc["timestamp"]
-        if type(timestamp) is not float:
-            if type(timestamp) is not int:
-                raise Mismatch
-            timestamp = float(timestamp)
-        blocks = tuple([_block(b, check_json) for b in content])
-        return Msg(role, blocks, _opt_str(doc.get("name")), _str(doc["id"]), metadata, timestamp)
-    except (KeyError, TypeError):
+        return _fast_msg(doc, check_json)
+    except (KeyError, TypeError):  # e.g. an unhashable value where a tag was expected
         raise Mismatch from None
+
+
+def _fast_msg(doc: Any, check_json: Any) -> Msg:
+    if type(doc) is not dict or not doc.keys() <= _MSG_KEYS:
+        raise Mismatch
+    role = doc.get("role")
+    content = doc.get("content", [])
+    metadata = doc.get("metadata", {})
+    timestamp = doc.get("timestamp")
+    msg_id = doc.get("id")
+    name = doc.get("name")
+    if (
+        role not in _ROLES
+        or type(content) is not list
+        or type(metadata) is not dict
+        or type(msg_id) is not str
+        or (name is not None and type(name) is not str)
+    ):
+        raise Mismatch
+    if type(timestamp) is not float:
+        if type(timestamp) is not int:
+            raise Mismatch
+        timestamp = float(timestamp)
+    if metadata:
+        check_json(metadata)
+    blocks = []
+    for block in content:
+        # the common case inline: a text block
+        if type(block) is dict and block.get("type") == "text" and block.keys() <= _TEXT:
+            text = block.get("text")
+            if type(text) is not str:
+                raise Mismatch
+            blocks.append(TextBlock(text))
+        else:
+            blocks.append(_block(block, check_json))
+    return Msg(role, tuple(blocks), name, msg_id, metadata, timestamp)

@@ -310,7 +310,23 @@ def decode_msg(data: bytes | str) -> Msg:
 
 
 def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
-    return [decode_msg(item) for item in items]
+    """Decode many stored messages at once (a cold load): one parse for the batch.
+
+    Same rules and errors as ``decode_msg`` for each item; on any failure the items are
+    decoded one by one, so the error names the first bad one.
+    """
+    if not items:
+        return []
+    try:
+        raw = [i if isinstance(i, bytes) else i.encode("utf-8") for i in items]
+        if max(map(len, raw)) > MAX_MESSAGE_BYTES or not all(r.lstrip()[:1] == b"{" for r in raw):
+            raise ValueError
+        docs = orjson.loads(b"[" + b",".join(raw) + b"]")
+        if len(docs) != len(raw):
+            raise ValueError  # an item held more than one value ("{...},{...}")
+        return [fast_msg(doc, _check_free) for doc in docs]
+    except (ValueError, TypeError, UnicodeEncodeError, Mismatch):
+        return [decode_msg(item) for item in items]
 
 
 # --------------------------------------------------------------------------- state

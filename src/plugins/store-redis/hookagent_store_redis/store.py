@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
+from hookagent.codec import decode_head, decode_msgs, encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
     Fenced,
@@ -164,14 +164,14 @@ class RedisAgentStateStore:
             if chain(cached.chain, raw) != head_chain:  # the cached prefix was replaced
                 self._cache.pop(slot)
                 return await self._load(user_id, session_id, key, use_cache=False)
-            messages = cached.messages + tuple(decode_msg(item) for item in raw)
+            messages = cached.messages + tuple(decode_msgs(raw))
         else:
             if chain("", raw) != head_chain:
                 raise CorruptState(
                     f"message list of user_id={user_id!r} session_id={session_id!r} key={key!r} "
                     "does not match its head's hash chain"
                 )
-            messages = tuple(decode_msg(item) for item in raw)
+            messages = tuple(decode_msgs(raw))
         if len(messages) != count:
             raise CorruptState(f"head says {count} messages, the list holds {len(messages)}")
         state = decode_head(_b(sections), messages)

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
-from hookagent.codec import decode_head, decode_msg
+from hookagent.codec import decode_head, decode_msgs
 from hookagent.errors import (
     CorruptState,
     StoreConfigurationError,
@@ -285,7 +285,7 @@ class SQLAgentStateStore:
                 f"slot user_id={slot[0]!r} session_id={slot[1]!r} key={slot[2]!r} says "
                 f"{count} messages but rows {start}..{count - 1} are not all present"
             )
-        return tuple(decode_msg(r.body) for r in rows)
+        return tuple(decode_msgs([r.body for r in rows]))
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)

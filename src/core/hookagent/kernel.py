@@ -7,6 +7,8 @@ building an agent per request costs microseconds.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import inspect
 import threading
 import warnings
@@ -65,6 +67,10 @@ class Kernel:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+        # anyio imports its event-loop backend on first use (tens of milliseconds): pay that
+        # when a configuration is prepared, not inside some process's first call
+        with contextlib.suppress(ImportError):
+            importlib.import_module("anyio._backends._asyncio")
         if config.plugin_manager is not None:
             self.pm = config.plugin_manager
             for plugin in config.plugins:

@@ -25,6 +25,7 @@ from hookagent.codec import (
     MAX_MESSAGE_BYTES,
     MAX_STATE_BYTES,
     dumps,
+    gc_paused,
     loads,
     msg_from_dict,
 )
@@ -179,15 +180,18 @@ def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
     """Decode stored messages with the codec's rules (size, depth 64, strict structure)."""
     out: list[Msg] = []
     try:
-        for stored in payloads:
-            p = unpack(stored, where)
-            if len(p) > MAX_MESSAGE_BYTES:
-                raise CorruptState(f"{where}: a stored message is {len(p)} bytes, over the limit")
-            try:
-                doc = orjson.loads(p)
-            except orjson.JSONDecodeError as exc:
-                raise CorruptState(f"{where}: a stored message is not JSON: {exc}") from None
-            out.append(msg_from_dict(doc))
+        with gc_paused():  # a cold load allocates a lot, and nothing in it is cyclic
+            for stored in payloads:
+                p = unpack(stored, where)
+                if len(p) > MAX_MESSAGE_BYTES:
+                    raise CorruptState(
+                        f"{where}: a stored message is {len(p)} bytes, over the limit"
+                    )
+                try:
+                    doc = orjson.loads(p)
+                except orjson.JSONDecodeError as exc:
+                    raise CorruptState(f"{where}: a stored message is not JSON: {exc}") from None
+                out.append(msg_from_dict(doc))
     except UnsupportedSchemaVersion:
         raise
     except InvalidState as exc:

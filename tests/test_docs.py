@@ -68,3 +68,14 @@ def test_every_hook_has_a_test_hook_function() -> None:
     sources = "".join(p.read_text() for p in (ROOT / "src").rglob("test_*.py"))
     missing = [n for n in HOOKS if f"def test_hook_{n}(" not in sources]
     assert missing == []
+
+
+def test_relative_links_resolve() -> None:
+    pages = [ROOT / "README.md", *ROOT.glob("docs/**/*.md"), *ROOT.glob("src/plugins/*/README.md")]
+    broken, checked = [], 0
+    for page in pages:
+        for target in re.findall(r"\]\(([\w./-]+\.\w+|[\w./-]+/)(?:#[^)]*)?\)", page.read_text()):
+            checked += 1
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert checked > 30 and broken == []

@@ -464,3 +464,43 @@ async def test_admin_waits_for_the_running_call_and_does_not_cancel_it() -> None
         release.set()
     assert results == ["finished", "cleared=True"]
     assert len((await agent.get_agent_state("u", "s")).context) == 0
+
+
+async def test_gate_timeout_gives_session_busy_and_leaves_state_alone() -> None:
+    from hookagent import SessionBusy
+
+    release = anyio.Event()
+
+    async def hold() -> str:
+        """Hold the session."""
+        await release.wait()
+        return "held"
+
+    model = ScriptedModel(
+        default=lambda r: tool_call("hold") if r.messages[-1].role == "user" else "done"
+    )
+    config = make(model=model, tools=[hold], gate_timeout=0.1)
+    outcomes: list[str] = []
+
+    async def call(text: str) -> None:
+        try:
+            outcomes.append(
+                (await config.build().call(text, RuntimeContext(user_id="u", session_id="s"))).text
+            )
+        except SessionBusy as exc:
+            outcomes.append(f"busy: {exc}")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, "first")
+        await anyio.sleep(0.02)
+        tg.start_soon(call, "second")
+        await anyio.sleep(0.3)
+        release.set()
+    assert outcomes[0].startswith("busy: session user_id='u' session_id='s' stayed busy for 0.1s")
+    assert outcomes[1] == "done"
+    state = await config.build().get_agent_state("u", "s")
+    assert [m.text for m in state.context if m.role == "user"] == ["first"]
+    # the gate is free again
+    assert (
+        await config.build().call("third", RuntimeContext(user_id="u", session_id="s"))
+    ).text == "done"

@@ -31,6 +31,7 @@ from hookagent import (
 )
 from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
 from hookagent.store import ExpectedVersion, check_id, check_slot, decode_id, encode_id
+from hookagent.store.ids import check_expected_version, check_page_limit
 
 from . import schema as sql
 from .cache import MessageCache, Slot
@@ -89,8 +90,7 @@ class ExampleSQLiteStore:
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
-        if type(limit) is not int or limit < 1:
-            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        check_page_limit(limit)
         after = ""
         if cursor is not None:
             # the cursor is the encoded id of the last session of the previous page
@@ -118,10 +118,7 @@ class ExampleSQLiteStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
-        if expected_version is not UNCONDITIONAL and (
-            type(expected_version) is not int or expected_version < 0
-        ):
-            raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        check_expected_version(expected_version)
         if fence is not None and not isinstance(fence, Fence):
             raise TypeError(f"fence must be a Fence, got {type(fence).__name__}")
         # validate before writing: encoding raises InvalidState/StateTooLarge, nothing is written

@@ -10,7 +10,15 @@ from .base import (
     SessionPage,
     Versioned,
 )
-from .ids import MAX_ID_LENGTH, check_id, check_slot, decode_id, encode_id
+from .ids import (
+    MAX_ID_LENGTH,
+    check_expected_version,
+    check_id,
+    check_page_limit,
+    check_slot,
+    decode_id,
+    encode_id,
+)
 from .memory import InMemoryAgentStateStore
 
 __all__ = [
@@ -24,7 +32,9 @@ __all__ = [
     "InMemoryAgentStateStore",
     "SessionPage",
     "Versioned",
+    "check_expected_version",
     "check_id",
+    "check_page_limit",
     "check_slot",
     "decode_id",
     "encode_id",

@@ -45,6 +45,22 @@ def check_slot(user_id: object, session_id: object, key: object = "agent_state")
     check_id(key, "key")
 
 
+def check_expected_version(expected_version: object) -> None:
+    """``save_if_version``'s expected version: an int >= 0 or ``UNCONDITIONAL``."""
+    from .base import UNCONDITIONAL
+
+    if expected_version is not UNCONDITIONAL and (
+        type(expected_version) is not int or expected_version < 0
+    ):
+        raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+
+
+def check_page_limit(limit: object) -> None:
+    """``list_session_ids``'s page size: a positive int."""
+    if type(limit) is not int or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+
+
 def encode_id(value: str) -> str:
     """Injective, reversible encoding into ``[a-z0-9_-~]`` (lowercase hex escapes)."""
     if value == "":

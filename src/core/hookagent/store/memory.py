@@ -16,7 +16,7 @@ from ..errors import Fenced, VersionConflict
 from ..messages import Msg
 from ..state import AgentState
 from .base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion, Fence, SessionPage, Versioned
-from .ids import check_id, check_slot
+from .ids import check_expected_version, check_id, check_page_limit, check_slot
 
 
 @attrs.define
@@ -62,10 +62,7 @@ class InMemoryAgentStateStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
-        if expected_version is not UNCONDITIONAL and (
-            type(expected_version) is not int or expected_version < 0
-        ):
-            raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        check_expected_version(expected_version)
         head = encode_head(state)
         history = state.context
         with self._lock:
@@ -128,8 +125,7 @@ class InMemoryAgentStateStore:
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
-        if type(limit) is not int or limit < 1:
-            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        check_page_limit(limit)
         with self._lock:
             ids = sorted(self._data.get(user_id, {}))
         if cursor is not None:

@@ -17,13 +17,12 @@ from hookagent.errors import StoreConfigurationError
 from hookagent.state import AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
-    UNCONDITIONAL,
     ExpectedVersion,
     Fence,
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_id, check_slot
+from hookagent.store.ids import check_expected_version, check_id, check_page_limit, check_slot
 
 from .localcore import LocalCore
 
@@ -33,16 +32,11 @@ DEFAULT_SWEEP_AFTER = 600.0
 """Temp files older than this (seconds) are leftovers of a killed writer, never in flight."""
 
 
-def check_expected(expected_version: object) -> None:
-    if expected_version is not UNCONDITIONAL and (
-        type(expected_version) is not int or expected_version < 0
-    ):
-        raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+check_expected = check_expected_version
 
 
 def check_page(limit: object, cursor: object) -> None:
-    if type(limit) is not int or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    check_page_limit(limit)
     if cursor is not None and not isinstance(cursor, str):
         raise ValueError(f"cursor must be a str or None, got {type(cursor).__name__}")
 

@@ -35,7 +35,14 @@ from hookagent.store.base import (
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_id, check_slot, decode_id, encode_id
+from hookagent.store.ids import (
+    check_expected_version,
+    check_id,
+    check_page_limit,
+    check_slot,
+    decode_id,
+    encode_id,
+)
 from redis import exceptions as rx
 
 from . import lua
@@ -192,10 +199,7 @@ class RedisAgentStateStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
-        if expected_version is not UNCONDITIONAL and (
-            type(expected_version) is not int or expected_version < 0
-        ):
-            raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        check_expected_version(expected_version)
         if fence is not None and (
             not isinstance(fence, Fence)
             or type(fence.epoch) is not int
@@ -324,8 +328,7 @@ class RedisAgentStateStore:
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
-        if type(limit) is not int or limit < 1:
-            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        check_page_limit(limit)
         if cursor is not None:
             check_id(cursor, "cursor")
         index = self.layout.user_index(user_id)

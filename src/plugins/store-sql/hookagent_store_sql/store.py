@@ -24,13 +24,12 @@ from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
-    UNCONDITIONAL,
     ExpectedVersion,
     Fence,
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_id, check_slot
+from hookagent.store.ids import check_expected_version, check_id, check_page_limit, check_slot
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -301,8 +300,7 @@ class SQLAgentStateStore:
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
-        if type(limit) is not int or limit < 1:
-            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        check_page_limit(limit)
         if cursor is not None:
             check_id(cursor, "cursor", allow_empty=True)
         q = await self._ready()
@@ -328,10 +326,7 @@ class SQLAgentStateStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
-        if expected_version is not UNCONDITIONAL and (
-            type(expected_version) is not int or expected_version < 0
-        ):
-            raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        check_expected_version(expected_version)
         if fence is not None:
             if not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0:
                 raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")

@@ -22,7 +22,7 @@ from cattrs.cols import (
 )
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from ._fastmsg import Mismatch, fast_msg
+from ._fastmsg import Mismatch, fast_msg, msg_doc
 from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
 from .state import SCHEMA_VERSION, AgentState, History
@@ -160,7 +160,7 @@ def make_converter(*, detailed: bool = True) -> cattrs.Converter:
         return History(c.structure(obj, list[Msg]), committed=True)
 
     c.register_structure_hook(History, structure_history)
-    c.register_unstructure_hook(History, lambda h: [c.unstructure(m, Msg) for m in h])
+    c.register_unstructure_hook(History, lambda h: [_msg_doc(m) for m in h])
     c.register_unstructure_hook(ContentBlock, lambda b: c.unstructure(b, type(b)))
     c.register_unstructure_hook(OutputBlock, lambda b: c.unstructure(b, type(b)))
     for cls in BLOCK_TYPES.values():
@@ -287,12 +287,22 @@ def msg_to_dict(msg: Msg) -> dict[str, Any]:
     return _c.unstructure(msg, Msg)  # type: ignore[no-any-return]
 
 
+def _msg_doc(msg: Msg) -> dict[str, Any]:
+    """What is stored for a message, with its free-form values held to the limit that
+    decoding applies (so a message that encodes always decodes)."""
+    try:
+        return msg_doc(msg, _check_free)
+    except Mismatch:  # a subclass, or a value of the wrong type: the converter's path
+        data = msg_to_dict(msg)
+        # metadata sits one level below the message: the decoder's limit for it, exactly
+        check_depth(data, MAX_DEPTH - _FIXED_DEPTH + 1, where="message")
+        return data
+
+
 def encode_msg(msg: Msg) -> bytes:
     if not isinstance(msg, Msg):
         raise InvalidState(f"expected a Msg, got {type(msg).__name__}")
-    data = msg_to_dict(msg)
-    check_depth(data, where="message")
-    return _dump(data, limit=MAX_MESSAGE_BYTES, what="message")
+    return _dump(_msg_doc(msg), limit=MAX_MESSAGE_BYTES, what="message")
 
 
 def _check_free(value: Any) -> None:
@@ -411,8 +421,10 @@ def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, 
 
 
 def encode_state(state: AgentState, *, limit: int = MAX_STATE_BYTES) -> bytes:
-    doc = state_to_dict(state)
-    check_depth(doc, where="state")
+    doc = state_to_dict(state)  # messages' free-form values are checked as they are written
+    for name, value in doc.items():
+        if name != "context":
+            check_depth(value, MAX_DEPTH - 1, where=f"section {name!r}")
     return _dump(doc, limit=limit, what="state")
 
 

@@ -405,3 +405,100 @@ def test_fast_path_is_never_looser_than_the_converter(msg: Msg, data: st.DataObj
     except Mismatch:
         return
     assert codec.structure(doc, Msg) == fast
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"role": "user", "id": "a", "timestamp": 1.0, "content": None},
+        {"role": "user", "id": "a", "timestamp": 1.0, "metadata": None},
+        {
+            "role": "assistant",
+            "id": "a",
+            "timestamp": 1.0,
+            "content": [{"type": "tool_use", "id": "c", "name": "t", "input": None}],
+        },
+        {"role": "user", "id": "a", "timestamp": True},
+        {"role": "user", "id": "a", "timestamp": 1.0, "content": [{"type": "text", "x": "y"}]},
+    ],
+)
+def test_fast_path_declines_explicit_nulls_and_near_misses(doc: dict[str, Any]) -> None:
+    """An explicit null is not an omitted default: the fast path leaves it to the converter."""
+    from hookagent._fastmsg import Mismatch, fast_msg
+
+    with pytest.raises(Mismatch):
+        fast_msg(doc, codec._check_free)
+    with pytest.raises(InvalidState):
+        codec.msg_from_dict(doc)
+
+
+def test_fast_path_refuses_classes_it_cannot_build_without_init() -> None:
+    """The fast path skips attrs ``__init__``; a validator on a message class must stop it."""
+    import attrs
+    from hookagent import _fastmsg
+
+    @attrs.frozen
+    class Validated:
+        x: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+    with pytest.raises(RuntimeError, match="validator"):
+        _fastmsg._plain(Validated)
+    _fastmsg.check_bypass_is_sound()  # the real classes pass
+
+
+def test_fast_path_deep_tool_input_is_depth_checked() -> None:
+    deep: Any = 1
+    for _ in range(100):
+        deep = {"k": deep}
+    doc = {
+        "role": "assistant",
+        "id": "a",
+        "timestamp": 1.0,
+        "content": [{"type": "tool_use", "id": "c", "name": "t", "input": {"flat": 1, "d": deep}}],
+    }
+    with pytest.raises(StateTooLarge):
+        codec.msg_from_dict(doc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(message)
+def test_fast_encoder_writes_the_converters_bytes(msg: Msg) -> None:
+    """The hand-built document has the converter's keys in the converter's order."""
+    from hookagent._fastmsg import msg_doc
+
+    doc = msg_doc(msg, codec._check_free)
+    assert list(doc.items()) == list(codec.msg_to_dict(msg).items())
+    assert codec.encode_msg(msg) == orjson.dumps(codec.msg_to_dict(msg))
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels - 1):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("where", ["metadata", "tool input"])
+def test_what_encodes_always_decodes_at_the_depth_limit(where: str) -> None:
+    """Free-form values are held to the same nesting limit when written as when read."""
+    from hookagent.messages import ToolUseBlock
+
+    def make(levels: int) -> Msg:
+        value = {"v": _nested(levels)}  # exactly `levels` levels of objects
+        if where == "metadata":
+            return Msg.user("x", metadata=value)
+        return Msg.assistant([ToolUseBlock("c", "t", value)])
+
+    def state_of(msg: Msg) -> AgentState:
+        state = AgentState(session_id="s")
+        state.context.append(msg)
+        return state
+
+    limit = codec.MAX_DEPTH - 4
+    ok = make(limit)
+    assert codec.decode_msg(codec.encode_msg(ok)) == ok
+    assert codec.decode_state(codec.encode_state(state_of(ok))).context == [ok]
+    with pytest.raises(StateTooLarge):
+        codec.encode_msg(make(limit + 1))
+    with pytest.raises(StateTooLarge):
+        codec.encode_state(state_of(make(limit + 1)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from hookagent.codec import decode_head, decode_msgs, encode_head, encode_msg
 from hookagent.errors import (
@@ -52,6 +52,7 @@ from .keys import DEFAULT_PREFIX, KeyLayout
 
 _SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
 RETRIES = 1
+T = TypeVar("T")
 _RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
 
 
@@ -113,10 +114,13 @@ class RedisAgentStateStore:
         write id that makes a replay of an applied save a no-op. Returns (answer, re-sent?):
         a re-sent save cannot trust a conflict answer (see ``save_if_version``).
         """
+        return await self._retrying(lambda: script.run(self.client, keys, args), what)
+
+    async def _retrying(self, send: Callable[[], Awaitable[T]], what: str) -> tuple[T, bool]:
         for attempt in range(RETRIES + 1):
             try:
                 with translated(what):
-                    return await script.run(self.client, keys, args), attempt > 0
+                    return await send(), attempt > 0
             except StoreUnavailable as exc:
                 if attempt == RETRIES or not isinstance(exc.__cause__, _RETRYABLE):
                     raise
@@ -131,12 +135,23 @@ class RedisAgentStateStore:
         check_slot(user_id, session_id, key)
         return await self._load(user_id, session_id, key, use_cache=True)
 
-    async def _load(self, user_id: str, session_id: str, key: str, *, use_cache: bool) -> Versioned:
+    async def _load(
+        self, user_id: str, session_id: str, key: str, *, use_cache: bool, atomic: bool = False
+    ) -> Versioned:
+        """One slot: the head by script, then only the messages this instance lacks.
+
+        With nothing cached, the head comes first and the list is read by a plain LRANGE; a
+        list that no longer matches the head's hash chain (a concurrent rewrite) is read
+        again in one atomic script (``atomic=True``).
+        """
         slot: Slot = (user_id, session_id, key)
         sk, kname = self.layout.session(user_id, session_id), encode_id(key)
         cached = self._cache.get(slot) if use_cache else None
         seen = self._seen.get(slot)  # what was seen BEFORE this request: it must still show
-        args = [-1, 0] if cached is None else [cached.generation, len(cached.messages)]
+        if cached is not None:
+            args: list[Any] = [cached.generation, len(cached.messages)]
+        else:
+            args = [-1, 0] if atomic else ["head", 0]
         res = await self._run(
             _LOAD,
             [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
@@ -166,7 +181,17 @@ class RedisAgentStateStore:
             self._cache.pop(slot)
             self._seen.put(slot, Seen(incarnation, version, write_id))
             raise VersionRegression(user_id, session_id, key, seen.order, (incarnation, version))
-        if start > 0:
+        if cached is None and not atomic:
+            assert start == count and not raw
+            if count:
+                listed, _ = await self._retrying(
+                    lambda: self.client.lrange(sk.messages(kname), 0, count - 1), "load"
+                )
+                raw = [_b(item) for item in listed]
+            if len(raw) != count or chain("", raw) != head_chain:  # rewritten meanwhile
+                return await self._load(user_id, session_id, key, use_cache=False, atomic=True)
+            messages = tuple(decode_msgs(raw))
+        elif start > 0:
             assert cached is not None and start == len(cached.messages)
             if chain(cached.chain, raw) != head_chain:  # the cached prefix was replaced
                 self._cache.pop(slot)

@@ -11,6 +11,7 @@ import orjson
 import pytest
 import redis
 from hookagent import AgentState, Msg
+from hookagent.codec import encode_msg
 from hookagent.errors import CorruptState, StoreConfigurationError, StoreUnavailable
 from hookagent.store import UNCONDITIONAL
 from hookagent.testing.corpus import ENVELOPES
@@ -35,7 +36,7 @@ class Counting:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
-        if name not in ("evalsha", "eval", "exists", "zadd", "zrem", "zrangebylex"):
+        if name not in ("evalsha", "eval", "exists", "zadd", "zrem", "zrangebylex", "lrange"):
             return attr
 
         async def call(*args: Any) -> Any:
@@ -113,6 +114,70 @@ async def test_warm_load_reads_only_the_tail_written_by_another_instance(
             assert len(proxy.calls) == 1 and proxy.calls[0][2][9].count(b"\n") == 3  # 4 new
     finally:
         await other.aclose()
+
+
+async def test_cold_load_reads_the_list_outside_the_script(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    """Copying thousands of messages through Lua costs 10x a plain LRANGE: a cold load takes
+    the head from the script and the messages from LRANGE, checked by the hash chain."""
+    store, proxy = counted
+    state = AgentState("s", "u")
+    turn(state, 0)
+    turn(state, 1)
+    await store.save_if_version("u", "s", state, 0)
+    store.forget("u", "s")
+    proxy.calls.clear()
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None and got.state.context == state.context
+    assert proxy.names() == ["evalsha", "lrange"]
+    assert proxy.calls[0][2][9] == b""  # the script sent no messages
+
+
+async def test_cold_load_of_a_list_rewritten_meanwhile_is_read_again_atomically(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    store, proxy = counted
+    state = AgentState("s", "u")
+    turn(state, 0)
+    turn(state, 1)
+    await store.save_if_version("u", "s", state, 0)
+    other = connect(STANDALONE, prefix=store.prefix)
+    real = proxy.inner.lrange
+
+    async def rewritten_before_the_read(*args: Any) -> Any:
+        del proxy.inner.lrange  # once
+        got = await other.get_versioned("u", "s")
+        assert got.state is not None
+        got.state.context[0] = Msg.user("edited")  # a changed prefix: a rewrite
+        await other.save_if_version("u", "s", got.state, got.version)
+        return await real(*args)
+
+    try:
+        proxy.inner.lrange = rewritten_before_the_read
+        store.forget("u", "s")
+        proxy.calls.clear()
+        got = await store.get_versioned("u", "s")
+        assert got.version == 2 and got.state is not None
+        assert got.state.context[0].text == "edited" and len(got.state.context) == 8
+        assert proxy.names() == ["evalsha", "lrange", "evalsha"]  # then the atomic read
+    finally:
+        await other.aclose()
+
+
+async def test_cold_load_of_a_tampered_list_is_corrupt(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    other = orjson.loads(encode_msg(Msg.user("not what was saved")))
+    sk = store.layout.session("u", "s")
+    await store.client.lset(sk.messages("agent_state"), 1, orjson.dumps(other))
+    store.forget("u", "s")
+    with pytest.raises(CorruptState, match="hash chain"):
+        await store.get_versioned("u", "s")
 
 
 async def test_script_flush_between_calls_reloads_the_script(

@@ -229,10 +229,22 @@ def _fast_msg(doc: Any, check_json: Callable[[Any], None]) -> Msg:
         blocks: tuple[Any, ...] = ()
     elif type(content) is not list:
         raise Mismatch
+    elif len(content) == 1:
+        block = content[0]
+        if type(block) is dict and len(block) == 2 and block.get("type") == "text":
+            # the common case inline: one text block, exactly the keys "type" and "text"
+            text = block["text"]
+            if type(text) is not str:
+                raise Mismatch
+            only = _new(TextBlock)
+            _T_TEXT(only, text)
+            _T_TYPE(only, "text")
+            blocks = (only,)
+        else:
+            blocks = (_block(block, check_json),)
     else:
         out = []
         for block in content:
-            # the common case inline: a text block has exactly the keys "type" and "text"
             if type(block) is dict and len(block) == 2 and block.get("type") == "text":
                 out.append(_text(block["text"]))
             else:

@@ -31,6 +31,24 @@ SCHEMES = (
 )
 _STORE_OPTIONS = ("prefix", "ttl", "cache_slots")
 _CLIENT_DEFAULTS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
+_PLUGIN_VERSION = "0.1.0"
+
+
+def _driver_defaults() -> dict[str, Any]:
+    """CLIENT SETINFO names redis-py and this plugin, with versions known at import.
+
+    Left to itself, redis-py looks its own version up in the installed package metadata on
+    the first connection (``importlib.metadata``: 2-3 ms inside the first call, which is a
+    cold resume's budget).
+    """
+    import redis
+
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:  # redis-py < 7: the older spelling
+        return {"lib_version": redis.__version__}
+    info = DriverInfo(lib_version=redis.__version__)
+    return {"driver_info": info.add_upstream_driver("hookagent", _PLUGIN_VERSION)}
 
 
 def _hosts(netloc: str, default_port: int) -> tuple[str | None, str | None, list[tuple[str, int]]]:
@@ -94,6 +112,8 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
     ours, theirs = _split_options(parts.query)
     store_kw = _store_options(ours, options)
     client_kw = {**_CLIENT_DEFAULTS, **dict(options.get("client_options") or {})}
+    if not {"driver_info", "lib_name", "lib_version"} & client_kw.keys():
+        client_kw.update(_driver_defaults())
     tls = scheme.startswith("rediss")
     try:
         if scheme.endswith("+cluster"):

@@ -621,3 +621,20 @@ async def test_lost_reply_save_is_retried_once_and_applied_once(
         await other.aclose()
     got = await standalone_store.get_versioned("u", "s")
     assert got.version == 4 and len(got.state.context) == 8  # ours, then the other's (no dup)
+
+
+async def test_url_clients_carry_their_driver_info() -> None:
+    """redis-py would otherwise read its version from package metadata on first connect."""
+    store = connect(STANDALONE, prefix=new_prefix())
+    try:
+        kwargs = store.client.connection_pool.connection_kwargs
+        info = kwargs.get("driver_info")
+        assert info is not None and info.lib_version == redis.__version__
+        assert "hookagent" in info.formatted_name
+    finally:
+        await store.aclose()
+    mine = connect(STANDALONE, prefix=new_prefix(), client_options={"lib_name": None})
+    try:
+        assert "driver_info" not in mine.client.connection_pool.connection_kwargs
+    finally:
+        await mine.aclose()

@@ -9,6 +9,7 @@ writes after a failover, then new writes reusing the numbers) is never served.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -25,9 +26,9 @@ Slot = tuple[str, str, str]
 
 def chain(start: str, items: Iterable[bytes]) -> str:
     """sha1 hex chain: c = sha1(c_prev_hex || item), as ``redis.sha1hex`` computes it in Lua."""
-    c = start.encode("ascii")
+    c, sha1, hexlify = start.encode("ascii"), hashlib.sha1, binascii.hexlify
     for item in items:
-        c = hashlib.sha1(c + item, usedforsecurity=False).hexdigest().encode("ascii")
+        c = hexlify(sha1(c + item, usedforsecurity=False).digest())
     return c.decode("ascii")
 
 

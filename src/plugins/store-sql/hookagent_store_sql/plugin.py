@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from hookagent.hookspecs import hookimpl
@@ -11,11 +12,32 @@ from .store import SQLAgentStateStore
 
 
 def create_store(url: str, **options: Any) -> SQLAgentStateStore:
-    """``factory(url, **options)``: the store for ``url`` (tables are created on first use)."""
+    """The store for ``url``, not yet opened (tables are checked on first use)."""
     return SQLAgentStateStore(url, **options)
+
+
+class Opening:
+    """An awaitable of the opened store (``SQLAgentStateStore.open``).
+
+    The kernel awaits a factory's awaitable when it first needs the store, so the migrations
+    check, the first connection and the prepared statements are paid at open, not inside the
+    first call. A URL or option error is raised at once, by the constructor. Not a coroutine:
+    a configuration that never makes a call leaves no "never awaited" warning.
+    """
+
+    def __init__(self, store: SQLAgentStateStore) -> None:
+        self.store = store
+
+    def __await__(self) -> Generator[Any, None, SQLAgentStateStore]:
+        return self.store.open().__await__()
+
+
+def open_store(url: str, **options: Any) -> Opening:
+    """``factory(url, **options)`` registered for every scheme: the store, opened."""
+    return Opening(SQLAgentStateStore(url, **options))
 
 
 @hookimpl
 def hookagent_register_state_stores(register: Any) -> None:
     for scheme in SCHEMES:
-        register(scheme, create_store)
+        register(scheme, open_store)

@@ -15,7 +15,6 @@ from sqlalchemy import (
     delete,
     insert,
     literal,
-    literal_column,
     null,
     or_,
     select,
@@ -46,25 +45,19 @@ class Queries:
             s.c.message_count,
             s.c.head.label("body"),
         ).where(s.c.user_id == u, s.c.slot_hash == h)
-        tail = (
-            select(
-                m.c.seq,
-                cast(null(), BigInteger),
-                cast(null(), BigInteger),
-                cast(null(), Integer),
-                m.c.body,
-            )
-            .select_from(
-                m.join(s, and_(s.c.user_id == m.c.user_id, s.c.slot_hash == m.c.slot_hash))
-            )
-            .where(m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start"))
-            .where(m.c.seq < s.c.message_count)
-        )
-        # one statement = one snapshot on every dialect: the head and its tail agree.
-        # ``seq >= :start`` is a plain index range (a bound computed from the joined row
-        # would make PostgreSQL scan the whole history); a reader whose cached generation
+        tail = select(
+            m.c.seq,
+            cast(null(), BigInteger),
+            cast(null(), BigInteger),
+            cast(null(), Integer),
+            m.c.body,
+        ).where(m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start"))
+        # one statement = one snapshot on every dialect: the head and its tail agree. No join
+        # and no ORDER BY: the rows come in primary-key order (the store checks, and sorts if
+        # a database ever does otherwise); a sort of the whole history cost more than the
+        # read. ``seq >= :start`` is a plain index range; a reader whose cached generation
         # turns out stale simply asks again from 0.
-        self.load = union_all(head, tail).order_by(literal_column("seq"))
+        self.load = union_all(head, tail)
         self.exists = select(literal(1)).where(s.c.user_id == u, s.c.slot_hash == h)
         self.slot_row = select(s.c.version, s.c.generation, s.c.message_count).where(
             s.c.user_id == u, s.c.slot_hash == h

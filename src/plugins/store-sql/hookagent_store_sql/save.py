@@ -23,25 +23,22 @@ from .migrations import utcnow
 from .queries import Queries, RetryTransaction
 from .schema import MSG_ID_LENGTH, ROLE_LENGTH, slot_hash
 
+Row = tuple[int, str, str, str]
+"""An encoded message: (seq, role, msg_id, body)."""
+
 
 def _readable(value: object, length: int) -> str:
     return str(value).replace("\x00", "")[:length]
 
 
-def message_row(
-    user_id: str, hsh: str, session_id: str, key: str, seq: int, msg: Msg
-) -> dict[str, Any]:
-    """Encode (and so validate) one message into its row."""
-    return {
-        "user_id": user_id,
-        "slot_hash": hsh,
-        "seq": seq,
-        "session_id": session_id,
-        "state_key": key,
-        "role": _readable(getattr(msg, "role", ""), ROLE_LENGTH),
-        "msg_id": _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
-        "body": encode_msg(msg).decode("utf-8"),
-    }
+def encode_row(seq: int, msg: Msg) -> tuple[int, str, str, str]:
+    """Encode (and so validate) one message: (seq, role, msg_id, body)."""
+    return (
+        seq,
+        _readable(getattr(msg, "role", ""), ROLE_LENGTH),
+        _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
+        encode_msg(msg).decode("utf-8"),
+    )
 
 
 def new_generation() -> int:
@@ -67,50 +64,58 @@ class SavePlan:
         self.head = encode_head(state).decode("utf-8")
         self.messages = tuple(state.context)
         self.base = state.context.unchanged_prefix
-        self._rows: dict[int, dict[str, Any]] = {}
+        self._rows: dict[int, Row] = {}
         self._encode(self.base)  # the new messages: validated before anything is written
 
-    def _encode(self, start: int) -> list[dict[str, Any]]:
+    def _encode(self, start: int) -> list[Row]:
+        rows, msgs = self._rows, self.messages
         out = []
-        for seq in range(start, len(self.messages)):
-            row = self._rows.get(seq)
+        for seq in range(start, len(msgs)):
+            row = rows.get(seq)
             if row is None:
-                row = self._rows[seq] = message_row(
-                    self.u, self.h, self.s, self.k, seq, self.messages[seq]
-                )
+                row = rows[seq] = encode_row(seq, msgs[seq])
             out.append(row)
         return out
+
+    def _dicts(self, rows: list[Row]) -> list[dict[str, Any]]:
+        """Rows as the SQLAlchemy ``INSERT`` takes them."""
+        u, h, s, k = self.u, self.h, self.s, self.k
+        return [
+            {
+                "user_id": u,
+                "slot_hash": h,
+                "seq": seq,
+                "session_id": s,
+                "state_key": k,
+                "role": role,
+                "msg_id": msg_id,
+                "body": body,
+            }
+            for seq, role, msg_id, body in rows
+        ]
 
     def _params(self) -> dict[str, str]:
         return {"u": self.u, "h": self.h}
 
-    def one_statement_params(self) -> tuple[dict[str, Any], list[dict[str, Any]], int] | None:
-        """For a pure append at the cached version: (params, new rows, generation), else None."""
+    def is_append(self) -> bool:
+        """A pure append at the version this instance holds: one statement can do it."""
         cached = self.cached
-        if (
-            self.fence is not None
-            or self.expected is UNCONDITIONAL
-            or cached is None
-            or cached.version != self.expected
-            or self.expected == 0
-            or self.base != len(cached.messages)
-            or self.base == len(self.messages)
-        ):
-            return None
-        params = {
-            **self._params(),
-            "s": self.s,
-            "k": self.k,
-            "expected": cached.version,
-            "gen": cached.generation,
-            "count": self.base,
-            "new_version": cached.version + 1,
-            "new_generation": cached.generation,
-            "new_count": len(self.messages),
-            "new_head": self.head,
-            "now": utcnow(),
-        }
-        return params, self._encode(self.base), cached.generation
+        return (
+            self.fence is None
+            and self.expected is not UNCONDITIONAL
+            and self.expected != 0
+            and cached is not None
+            and cached.version == self.expected
+            and self.base == len(cached.messages)
+        )
+
+    def is_create(self) -> bool:
+        """A create (expected version 0) without a fence: one statement can do it."""
+        return self.fence is None and self.expected == 0 and self.expected is not UNCONDITIONAL
+
+    def new_rows(self) -> list[Row]:
+        """The rows an append writes (after ``is_append``) or a create writes (all)."""
+        return self._encode(self.base if self.expected != 0 else 0)
 
     def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
@@ -168,7 +173,7 @@ class SavePlan:
         # rows left behind under this slot's address must not leak into the new slot
         conn.execute(q.delete_from, {**self._params(), "start": 0})
         if rows:
-            conn.execute(q.insert_messages, rows)
+            conn.execute(q.insert_messages, self._dicts(rows))
         return 1, generation
 
     def _update(
@@ -200,5 +205,5 @@ class SavePlan:
         if start < stored:
             conn.execute(q.delete_from, {**self._params(), "start": start})
         if rows:
-            conn.execute(q.insert_messages, rows)
+            conn.execute(q.insert_messages, self._dicts(rows))
         return version + 1, new_generation

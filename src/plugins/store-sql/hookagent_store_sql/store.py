@@ -4,18 +4,21 @@ A save is one transaction: [fence upsert], the compare-and-set ``UPDATE ... WHER
 :expected`` (rowcount checked) or the create-if-absent ``INSERT``, then only the changed
 messages (``DELETE seq >= prefix`` when the stored history must shrink, ``INSERT`` of the new
 rows). A load is one statement returning the head and only the rows past what this instance
-already holds for the slot's generation.
+already holds for the slot's generation. On PostgreSQL with asyncpg the load, the append and
+the create are sent by the driver directly, one statement each (``pg_direct``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from operator import itemgetter
 from typing import Any, TypeVar, cast
 
 from hookagent.codec import decode_head, decode_msgs
 from hookagent.errors import (
     CorruptState,
+    HookagentError,
     StoreConfigurationError,
     StoreUnavailable,
     VersionConflict,
@@ -33,14 +36,15 @@ from hookagent.store.ids import check_expected_version, check_id, check_page_lim
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import pg_append
+from . import pg_direct
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
-from .migrations import check_migrations, flavor_of, migrate
+from .migrations import check_migrations, flavor_of, migrate, utcnow
+from .pg_direct import PgDirect, columns_of
 from .queries import Queries, RetryTransaction
 from .runner import AsyncRunner, ThreadRunner
-from .save import SavePlan
+from .save import SavePlan, new_generation
 from .schema import Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
 
@@ -124,7 +128,7 @@ class SQLAgentStateStore:
             self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
         self._cache = SlotCache(cache_slots)
         self._one_statement_appends = one_statement_appends
-        self._pg_append: Any = None
+        self._pg: PgDirect | None = None
         self._q: Queries | None = None
         self._ready_lock: asyncio.Lock | None = None
         self._closed = False
@@ -181,8 +185,22 @@ class SQLAgentStateStore:
             )
         tables = Tables(self._names, flavor_of(self._engine.dialect))
         self._q = Queries(tables, self._backend)
-        if self._backend == "postgresql" and self._one_statement_appends:
-            self._pg_append = pg_append.build(tables, self._engine.dialect)
+        if pg_direct.usable(self._engine):
+            self._pg = PgDirect(self._engine, tables)
+
+    async def open(self) -> SQLAgentStateStore:
+        """Do now what the first operation would: check (or run) the migrations, make the
+        first connection, and on PostgreSQL prepare the hot statements on it. Errors are left
+        for the first operation to report (the database may come up later). Returns self."""
+        try:
+            await self._ready()
+            if self._pg is not None:
+                await self._pg.warm()
+            else:
+                await self._runner.read(lambda conn: conn.exec_driver_sql("SELECT 1").all())
+        except (HookagentError, *TRANSLATED):
+            pass
+        return self
 
     async def _with_busy_retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
         backoff: Backoff | None = None
@@ -198,11 +216,14 @@ class SQLAgentStateStore:
 
     async def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
         """Run a read; busy is retried, a dropped connection is retried once on a fresh one."""
+        return await self._read_with(what, lambda: self._runner.read(fn))
+
+    async def _read_with(self, what: str, attempt: Callable[[], Awaitable[Any]]) -> T:
         backoff: Backoff | None = None
         reconnected = False
         while True:
             try:
-                return cast(T, await self._runner.read(fn))
+                return cast(T, await attempt())
             except TRANSLATED as exc:
                 err = translate(exc, what)
                 if is_sqlite_busy(exc):
@@ -247,44 +268,59 @@ class SQLAgentStateStore:
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
     ) -> Versioned:
         check_slot(user_id, session_id, key)
-        q = await self._ready()
         slot = (user_id, session_id, key)
-        params = {"u": user_id, "h": slot_hash(session_id, key)}
+        h = slot_hash(session_id, key)
         cached = self._cache.get(slot)
         for _ in range(2):
             start = len(cached.messages) if cached is not None else 0
-
-            def fetch(conn: Connection, start: int = start) -> Any:
-                return conn.execute(q.load, {**params, "start": start}).all()
-
-            rows = await self._read("load", fetch)
-            if not rows or rows[0].seq != -1:
+            rows = await self._read_rows(user_id, h, start)
+            if rows and rows[0][0] != -1:
+                rows = sorted(rows, key=itemgetter(0))  # the statement does not sort: we do
+            if not rows or rows[0][0] != -1:
                 self._cache.drop(slot)
                 return Versioned(None, 0)
-            head = rows[0]
-            if cached is not None and (
-                head.generation != cached.generation or start > head.message_count
-            ):
+            _, version, generation, count, head = rows[0]
+            if cached is not None and (generation != cached.generation or start > count):
                 cached = None  # rewritten (or recreated) since: read the whole history
                 self._cache.drop(slot)
                 continue
             base: tuple[Msg, ...] = cached.messages if cached is not None else ()
-            messages = base + self._decode_tail(rows[1:], start, head.message_count, slot)
-            self._cache.put(slot, CachedSlot(head.version, head.generation, messages))
-            return Versioned(decode_head(head.body, messages), head.version)
+            messages = base + self._decode_tail(rows, start, count, slot)
+            self._cache.put(slot, CachedSlot(version, generation, messages))
+            return Versioned(decode_head(head, messages), version)
         raise CorruptState(f"slot {slot!r} changed shape while being read twice")
+
+    async def _read_rows(self, user_id: str, h: str, start: int) -> Sequence[Any]:
+        """The load statement's rows, (seq, version, generation, message_count, body): the
+        head first (seq -1), then the messages from ``start``; empty if there is no slot."""
+        q = await self._ready()
+        pg = self._pg
+        if pg is not None:
+            return await self._read_with("load", lambda: pg.load(user_id, h, start))
+        params = {"u": user_id, "h": h, "start": start}
+        return await self._read("load", lambda conn: conn.execute(q.load, params).all())
 
     @staticmethod
     def _decode_tail(
         rows: Sequence[Any], start: int, count: int, slot: tuple[str, ...]
     ) -> tuple[Msg, ...]:
-        seqs = [r.seq for r in rows]
-        if seqs != list(range(start, count)):
-            raise CorruptState(
-                f"slot user_id={slot[0]!r} session_id={slot[1]!r} key={slot[2]!r} says "
-                f"{count} messages but rows {start}..{count - 1} are not all present"
-            )
-        return tuple(decode_msgs([r.body for r in rows]))
+        """Decode the message rows (``rows[1:]``; ``rows[0]`` is the head).
+
+        They normally come in ``seq`` order, exactly ``start .. count-1``; otherwise they are
+        sorted, rows past ``count`` ignored, and a gap is ``CorruptState``.
+        """
+        if len(rows) == 1 and start == count:
+            return ()
+        tail = rows[1:]
+        want = list(range(start, count))
+        if [r[0] for r in tail] != want:
+            tail = sorted((r for r in tail if r[0] < count), key=itemgetter(0))
+            if [r[0] for r in tail] != want:
+                raise CorruptState(
+                    f"slot user_id={slot[0]!r} session_id={slot[1]!r} key={slot[2]!r} says "
+                    f"{count} messages but rows {start}..{count - 1} are not all present"
+                )
+        return tuple(decode_msgs([r[4] for r in tail]))
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
@@ -337,7 +373,9 @@ class SQLAgentStateStore:
         )
         q = await self._ready()
         try:
-            done = await self._one_statement(plan, q) if self._pg_append is not None else None
+            done = None
+            if self._pg is not None and self._one_statement_appends:
+                done = await self._direct_save(self._pg, plan)
             if done is None:
                 done = await self._write("save", lambda conn: plan.run(conn, q))
             version, generation = done
@@ -350,21 +388,46 @@ class SQLAgentStateStore:
         state.context.mark_committed()
         return version
 
-    async def _one_statement(self, plan: SavePlan, q: Queries) -> tuple[int, int] | None:
-        """PostgreSQL append in one autocommit statement; None: use the transaction path."""
-        prepared = plan.one_statement_params()
-        if prepared is None or self._pg_append is None:
+    async def _direct_save(self, pg: PgDirect, plan: SavePlan) -> tuple[int, int] | None:
+        """PostgreSQL append or create in one autocommit statement; None: use the transaction
+        path (another shape of save, the CAS did not match, or the statement certainly did
+        not run)."""
+        key = (plan.u, plan.h, plan.s, plan.k)
+        count = len(plan.messages)
+        attempt: Callable[[], Awaitable[bool]]
+        if plan.is_append():
+            cached = plan.cached
+            assert cached is not None
+            rows = plan.new_rows()
+            cas = (cached.version, cached.generation, plan.base)
+            new = (cached.version + 1, count, plan.head, utcnow(), *columns_of(rows))
+            before, result = cached.version, (cached.version + 1, cached.generation)
+            attempt = lambda: pg.append(key, cas, new)  # noqa: E731
+        elif plan.is_create():
+            rows = plan.new_rows()
+            generation = new_generation()
+            columns = columns_of(rows)
+            before, result = -1, (1, generation)  # no version -1: "absent" stays unknown
+            attempt = lambda: pg.create(key, generation, plan.head, utcnow(), columns)  # noqa: E731
+        else:
             return None
-        params, rows, generation = prepared
-        stmt = self._pg_append
         try:
-            applied = await self._runner.read(lambda conn: pg_append.run(conn, stmt, params, rows))
+            applied = await attempt()
         except TRANSLATED as exc:
+            if is_retryable(exc):
+                return None  # a deadlock/serialization victim: the server undid it
             if not is_disconnect(exc):
                 raise translate(exc, "save") from exc
             # the connection went: the statement may or may not have run; look
-            applied = await pg_append.resolve(self._read, q, params, rows, exc)
-        return (params["new_version"], generation) if applied else None
+            seq = rows[0][0] if rows else 0
+            applied = await pg_direct.resolve(
+                lambda: self._read_with("save", lambda: pg.probe(plan.u, plan.h, seq)),
+                before=before,
+                after=(*result, count),
+                first_body=rows[0][3] if rows else None,
+                cause=exc,
+            )
+        return result if applied else None
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)

@@ -6,14 +6,26 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
+import asyncpg
 import pytest
 from hookagent.codec import encode_msg
-from hookagent.errors import CorruptState, InvalidState, StoreConfigurationError, VersionConflict
+from hookagent.errors import (
+    CorruptState,
+    InvalidState,
+    StoreConfigurationError,
+    StoreUnavailable,
+    VersionConflict,
+)
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store import UNCONDITIONAL, AgentStateStore
 from hookagent_store_sql import SQLAgentStateStore, slot_hash
-from hookagent_store_sql.plugin import create_store, hookagent_register_state_stores
+from hookagent_store_sql.plugin import (
+    Opening,
+    create_store,
+    hookagent_register_state_stores,
+    open_store,
+)
 from sqlalchemy import event, func, select, update
 from sqlenv import DIALECTS, fresh_store, url_for
 
@@ -32,21 +44,36 @@ async def store(request, tmp_path: Path):
 
 
 class Statements:
-    """Records (verb, table-ish text, number of parameter sets) for each statement sent."""
+    """Records (verb, statement, number of parameter sets) for each statement sent: through
+    SQLAlchemy (cursor events) and, on PostgreSQL, by asyncpg directly (the store's hot path)."""
 
     def __init__(self, store: SQLAgentStateStore) -> None:
         self.seen: list[tuple[str, str, int]] = []
         self.params: list[object] = []
         self._engine = store.data_engine
         event.listen(self._engine, "before_cursor_execute", self._on)
+        self._patched = []
+        for name in ("fetch", "fetchrow"):
+            real = getattr(asyncpg.Connection, name)
+
+            def spy(conn, query, *args, _real=real, **kw):
+                self._record(query, list(args), 1)
+                return _real(conn, query, *args, **kw)
+
+            setattr(asyncpg.Connection, name, spy)
+            self._patched.append((name, real))
 
     def _on(self, conn, cursor, statement, parameters, context, executemany) -> None:
-        n = len(parameters) if executemany else 1
+        self._record(statement, parameters, len(parameters) if executemany else 1)
+
+    def _record(self, statement: str, parameters: object, n: int) -> None:
         self.seen.append((statement.split()[0].upper(), statement, n))
         self.params.append(parameters)
 
     def close(self) -> None:
         event.remove(self._engine, "before_cursor_execute", self._on)
+        for name, real in self._patched:
+            setattr(asyncpg.Connection, name, real)
 
     def writes(self) -> list[tuple[str, str, int]]:
         return [s for s in self.seen if s[0] in ("INSERT", "UPDATE", "DELETE", "WITH")]
@@ -214,7 +241,7 @@ def test_plugin_registers_every_scheme() -> None:
     assert {"postgresql+asyncpg", "mysql+aiomysql", "mariadb+aiomysql", "sqlite+aiosqlite"} <= set(
         seen
     )
-    assert all(f is create_store for f in seen.values())
+    assert all(f is open_store for f in seen.values())
     from importlib.metadata import entry_points
 
     eps = {ep.name: ep.value for ep in entry_points(group="hookagent")}
@@ -249,3 +276,63 @@ async def test_url_options_and_factory(tmp_path: Path) -> None:
             create_store(bad)
     with pytest.raises(StoreConfigurationError):
         create_store(url_for("sqlite", tmp_path) + "?auto_migrate=maybe")
+
+
+async def test_the_registered_factory_opens_the_store(tmp_path: Path) -> None:
+    """open_store: bad URLs fail at once; the tables are made at open; a failure to open is
+    left for the first operation (the database may come up later)."""
+    with pytest.raises(StoreConfigurationError):
+        open_store("sqlite+aiosqlite:///:memory:")
+    pending = open_store(url_for("sqlite", tmp_path) + "?table_prefix=late_&auto_migrate=false")
+    assert isinstance(pending, Opening)
+    store = await pending
+    try:
+        with pytest.raises(StoreConfigurationError, match="migrate"):
+            await store.exists("u", "s")
+    finally:
+        await store.aclose()
+    store = await open_store(url_for("sqlite", tmp_path) + "?table_prefix=early_")
+    try:
+        async with store.engine.connect() as conn:
+            rows = await conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+            assert "early_slots" in {r[0] for r in rows}
+        assert await store.save_if_version("u", "s", AgentState("s", "u"), 0) == 1
+    finally:
+        await store.aclose()
+    down = await open_store("postgresql+asyncpg://postgres@127.0.0.1:1/test?table_prefix=d_")
+    try:
+        with pytest.raises(StoreUnavailable):
+            await down.exists("u", "s")
+    finally:
+        await down.aclose()
+
+
+async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
+    """The load statement neither joins nor sorts: a row past message_count is ignored and
+    rows in another order are sorted (a gap stays CorruptState)."""
+    state = AgentState("s", "u")
+    state.context.extend([Msg.user("a"), Msg.user("b")])
+    await store.save_if_version("u", "s", state, 0)
+    stray = Msg.user("stray")
+    row = dict(
+        user_id="u",
+        slot_hash=slot_hash("s", "agent_state"),
+        seq=2,
+        session_id="s",
+        state_key="agent_state",
+        role="user",
+        msg_id=stray.id,
+        body=encode_msg(stray).decode(),
+    )
+    async with store.engine.begin() as conn:
+        await conn.execute(store.tables.messages.insert(), [row])
+    fresh = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
+    assert _texts((await fresh.get_versioned("u", "s")).state) == ["a", "b"]
+    bodies = [encode_msg(Msg.user(t)).decode() for t in "xyz"]
+    head = (-1, 1, 0, 3, "{}")
+    rows = [head, (2, None, None, None, bodies[2]), (0, None, None, None, bodies[0])]
+    rows.append((1, None, None, None, bodies[1]))
+    got = SQLAgentStateStore._decode_tail(rows, 0, 3, ("u", "s", "k"))
+    assert [m.text for m in got] == ["x", "y", "z"]
+    with pytest.raises(CorruptState, match="not all present"):
+        SQLAgentStateStore._decode_tail(rows[:2], 0, 3, ("u", "s", "k"))

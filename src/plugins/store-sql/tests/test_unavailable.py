@@ -158,14 +158,14 @@ async def test_pg_one_statement_append_resolves_a_lost_connection(
     """The append statement autocommits: after a lost connection the store reads back whether
     it ran (then reports success) or not (then saves through the transaction path), once."""
     from hookagent.messages import Msg
-    from hookagent_store_sql import pg_append
+    from hookagent_store_sql.pg_direct import PgDirect
     from sqlalchemy.exc import OperationalError
 
-    real = pg_append.run
+    real = PgDirect.append
 
-    def lossy(conn, stmt, params, rows):
+    async def lossy(self, *args):
         if applied:
-            real(conn, stmt, params, rows)
+            await real(self, *args)
         raise OperationalError(
             "WITH upd ...", {}, ConnectionResetError("reset"), connection_invalidated=True
         )
@@ -174,9 +174,46 @@ async def test_pg_one_statement_append_resolves_a_lost_connection(
         await store.save_if_version("u", "s", AgentState("s", "u"), 0)
         got = await store.get_versioned("u", "s")
         got.state.context.append(Msg.user("once"))
-        monkeypatch.setattr(pg_append, "run", lossy)
+        monkeypatch.setattr(PgDirect, "append", lossy)
         assert await store.save_if_version("u", "s", got.state, 1) == 2
-        monkeypatch.setattr(pg_append, "run", real)
+        monkeypatch.setattr(PgDirect, "append", real)
         other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
         final = await other.get_versioned("u", "s")
         assert final.version == 2 and [m.text for m in final.state.context] == ["once"]
+
+
+@pytest.mark.parametrize("applied", [True, False])
+async def test_pg_one_statement_create_resolves_a_lost_connection(
+    applied: bool, tmp_path: Path, monkeypatch
+) -> None:
+    """A create whose connection was lost: success if the slot is ours (its random
+    generation), else StoreUnavailable; an absent slot is not proof that nothing ran."""
+    from hookagent.messages import Msg
+    from hookagent_store_sql.pg_direct import PgDirect
+    from sqlalchemy.exc import OperationalError
+
+    real = PgDirect.create
+
+    async def lossy(self, *args):
+        if applied:
+            await real(self, *args)
+        raise OperationalError(
+            "WITH new_slot ...", {}, ConnectionResetError("reset"), connection_invalidated=True
+        )
+
+    async with fresh_store("postgresql", tmp_path) as store:
+        state = AgentState("s", "u")
+        state.context.append(Msg.user("first"))
+        monkeypatch.setattr(PgDirect, "create", lossy)
+        if applied:
+            assert await store.save_if_version("u", "s", state, 0) == 1
+        else:
+            with pytest.raises(StoreUnavailable, match="unknown"):
+                await store.save_if_version("u", "s", state, 0)
+        monkeypatch.setattr(PgDirect, "create", real)
+        other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
+        final = await other.get_versioned("u", "s")
+        if applied:
+            assert final.version == 1 and [m.text for m in final.state.context] == ["first"]
+        else:
+            assert final.version == 0 and final.state is None

@@ -22,6 +22,9 @@ class Cached:
     count: int
     size: int
     msgs: tuple[Msg, ...]
+    version: int = 0
+    """Local disk: the newest commit known (format-2 commits are not in the head file)."""
+    state: bytes = b""
 
 
 class HistoryCache:

@@ -38,26 +38,15 @@ from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versione
 
 from . import posixio as io
 from .cache import Cached, HistoryCache
+from .frames import decode_messages, encode_batches, encode_commit
 from .layout import FENCE, HEAD, LOCK, id_parts, is_log_name, log_name, slot_parts
-from .localtree import LOCK_FLAGS, RETRIES, LocalTree, where_of
+from .localread import Gone, LocalReads, Retry
+from .localtree import LOCK_FLAGS, RETRIES, where_of
 from .mounts import fs_type, is_network
-from .records import (
-    Head,
-    decode_fence,
-    decode_head_file,
-    decode_payloads,
-    encode_fence,
-    encode_head_file,
-    frame,
-    unframe,
-)
+from .records import Head, decode_fence, decode_head_file, encode_fence, encode_head_file
 
 
-class _Gone(Exception):
-    """The record file named by a head vanished: a rewrite superseded it, read again."""
-
-
-class LocalCore(LocalTree):
+class LocalCore(LocalReads):
     """Blocking implementation; the async store runs each method in a worker thread."""
 
     def __init__(
@@ -104,61 +93,41 @@ class LocalCore(LocalTree):
 
     # ------------------------------------------------------------------ reads
 
-    def _history(self, kd: int, ck: tuple[str, str, str], head: Head, where: str) -> list[Msg]:
-        hit = self.cache.get(ck)
-        base: tuple[Msg, ...] = ()
-        start = 0
-        if (
-            hit is not None
-            and hit.gen == head.gen
-            and hit.count <= head.count
-            and hit.size <= head.size
-            and (hit.count == head.count) == (hit.size == head.size)
-        ):
-            base, start = hit.msgs, hit.size
-        if start < head.size:
-            try:
-                fd = os.open(log_name(head.gen), io.READ_FLAGS, dir_fd=kd)
-            except FileNotFoundError:
-                raise _Gone from None
-            try:
-                data = io.pread_exact(fd, head.size - start, start)
-            finally:
-                os.close(fd)
-            if len(data) != head.size - start:
-                raise CorruptState(
-                    f"{where}: the history file is shorter than its committed length"
-                )
-            new = decode_payloads(unframe(data, head.count - len(base), where), where)
-            base = base + tuple(new)
-            self.cache.put(ck, Cached(head.gen, head.count, head.size, base))
-        elif head.count != len(base):
-            raise CorruptState(f"{where}: head commits {head.count} messages in {head.size} bytes")
-        return list(base)
-
     def get(self, user_id: str, session_id: str, key: str) -> Versioned:
         root = self.root()
         where = where_of(user_id, session_id, key)
-        parts = slot_parts(user_id, session_id) + id_parts(key)
+        sparts, kparts = slot_parts(user_id, session_id), id_parts(key)
         try:
             for _ in range(RETRIES):
-                kd = io.walk(root, parts, create=False, dur=self.dur)
-                if kd is None:
+                sd = io.walk(root, sparts, create=False, dur=self.dur)
+                if sd is None:
                     return Versioned(None, 0)
                 try:
-                    head = self._read_head(kd, where)
-                    if head is None:
+                    kd = io.walk(sd, kparts, create=False, dur=self.dur)
+                    if kd is None:
                         return Versioned(None, 0)
                     try:
-                        msgs = self._history(kd, (user_id, session_id, key), head, where)
-                    except _Gone:
-                        again = self._read_head(kd, where)
-                        if again is not None and again.gen == head.gen:
-                            raise CorruptState(f"{where}: the history file is missing") from None
-                        continue
+                        head = self._read_head(kd, where)
+                        if head is None:
+                            return Versioned(None, 0)
+                        try:
+                            got = self._load(
+                                sd, kd, (user_id, session_id, key), head, where, locked=False
+                            )
+                        except Retry:
+                            continue
+                        except Gone:
+                            again = self._read_head(kd, where)
+                            if again is not None and again.gen == head.gen:
+                                raise CorruptState(
+                                    f"{where}: the history file is missing"
+                                ) from None
+                            continue
+                    finally:
+                        os.close(kd)
                 finally:
-                    os.close(kd)
-                return Versioned(decode_head(head.state, msgs), head.version)
+                    os.close(sd)
+                return Versioned(decode_head(got.state, got.msgs), got.version)
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
@@ -260,17 +229,28 @@ class LocalCore(LocalTree):
             if self.sweep_after is not None and ck not in self._swept:
                 self._sweep_slot(sd, kd, ck)
             head = None if kd is None else self._read_head(kd, where)
-            current = 0 if head is None else head.version
+            tip = None
+            if head is not None:
+                assert kd is not None
+                try:
+                    tip = self._load(sd, kd, ck, head, where, locked=True, decode=False)
+                except Gone:
+                    raise CorruptState(
+                        f"{where}: the history file named by the head is missing"
+                    ) from None
+            current = 0 if tip is None else tip.version
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
-            append = head is not None and expected == current and 0 < base == head.count
+            append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if kd is None:
                 kd = io.walk(sd, kparts, create=True, dur=self.dur)
                 assert kd is not None
-            if append:
-                assert head is not None
-                self._append(kd, head, payloads, head_state, where, ck)
+            if append and head is not None and tip is not None:
+                if head.tail:
+                    self._append(kd, tip, payloads, head_state, where, ck)
+                else:  # a format-1 head: this one append still replaces it (as format 2)
+                    self._append_v1(kd, head, payloads, head_state, where, ck)
             else:
                 try:
                     self._rewrite(kd, current + 1, payloads, head_state)
@@ -300,36 +280,65 @@ class LocalCore(LocalTree):
         io.replace_file(kd, HEAD, encode_head_file(head), self.dur, "the head")
         self.dur.fsync(kd, "the slot directory (head rename)")
 
-    def _append(
-        self,
-        kd: int,
-        head: Head,
-        payloads: list[bytes],
-        head_state: bytes,
-        where: str,
-        ck: tuple[str, str, str],
-    ) -> None:
+    def _open_log(self, kd: int, gen: str, committed: int, where: str) -> int:
+        """The record file for appending at ``committed``, any uncommitted tail dropped."""
         try:
-            fd = os.open(log_name(head.gen), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=kd)
+            fd = os.open(log_name(gen), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=kd)
         except FileNotFoundError:
             raise CorruptState(f"{where}: the history file named by the head is missing") from None
-        data = frame(payloads)
-        new = Head(
-            head.version + 1,
-            head.gen,
-            head.count + len(payloads),
-            head.size + len(data),
-            head_state,
-        )
-        renamed = False
         try:
             size = os.fstat(fd).st_size
-            if size < head.size:
+            if size < committed:
                 raise CorruptState(
                     f"{where}: the history file is shorter than its committed length"
                 )
-            if size > head.size:
-                os.ftruncate(fd, head.size)  # an uncommitted tail left by a crashed writer
+            if size > committed:
+                os.ftruncate(fd, committed)  # an uncommitted tail left by a killed writer
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _append(
+        self, kd: int, tip: Cached, payloads: list[bytes], head_state: bytes, where: str,
+        ck: tuple[str, str, str],
+    ) -> None:  # fmt: skip
+        """One write of the commit frame(s) and one fsync: the fsync is the commit point."""
+        version, count = tip.version + 1, tip.count + len(payloads)
+        data = encode_commit(payloads, head_state, version, count)
+        fd = self._open_log(kd, tip.gen, tip.size, where)
+        try:
+            try:
+                io.write_all(fd, data, tip.size)
+                self.dur.fsync(fd, "the history records")
+            except BaseException:
+                try:
+                    os.ftruncate(fd, tip.size)  # leave the old state byte-identical
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(fd)
+        hit = self.cache.get(ck)
+        if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
+            msgs = hit.msgs + tuple(decode_messages(payloads, where))
+            self.cache.put(
+                ck, Cached(tip.gen, count, tip.size + len(data), msgs, version, head_state)
+            )
+
+    def _append_v1(
+        self, kd: int, head: Head, payloads: list[bytes], head_state: bytes, where: str,
+        ck: tuple[str, str, str],
+    ) -> None:  # fmt: skip
+        """Append to a format-1 slot: batch frames into the base, then a format-2 head."""
+        data = encode_batches(payloads)
+        new = Head(
+            head.version + 1, head.gen, head.count + len(payloads), head.size + len(data),
+            head_state, tail=True,
+        )  # fmt: skip
+        fd = self._open_log(kd, head.gen, head.size, where)
+        renamed = False
+        try:
             if data:
                 io.write_all(fd, data, head.size)
                 self.dur.fsync(fd, "the history records")
@@ -344,10 +353,7 @@ class LocalCore(LocalTree):
             raise
         finally:
             os.close(fd)
-        hit = self.cache.get(ck)
-        if hit is not None and (hit.gen, hit.count, hit.size) == (head.gen, head.count, head.size):
-            msgs = hit.msgs + tuple(decode_payloads(payloads, where))
-            self.cache.put(ck, Cached(new.gen, new.count, new.size, msgs))
+        self.cache.drop(*ck)
 
     def _head_is(self, kd: int, head: Head) -> bool:
         """True if the committed head is still ``head`` (so truncating back is safe)."""
@@ -360,7 +366,7 @@ class LocalCore(LocalTree):
     def _rewrite(self, kd: int, version: int, payloads: list[bytes], head_state: bytes) -> None:
         gen = secrets.token_hex(8)
         name = log_name(gen)
-        data = frame(payloads)
+        data = encode_batches(payloads)
         renamed = False
         fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
         try:
@@ -369,7 +375,7 @@ class LocalCore(LocalTree):
                 self.dur.fsync(fd, "the history file")
             finally:
                 os.close(fd)
-            new = Head(version, gen, len(payloads), len(data), head_state)
+            new = Head(version, gen, len(payloads), len(data), head_state, tail=True)
             io.replace_file(kd, HEAD, encode_head_file(new), self.dur, "the head")
             renamed = True
             self.dur.fsync(kd, "the slot directory (head rename)")

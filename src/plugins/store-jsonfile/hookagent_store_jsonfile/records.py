@@ -20,20 +20,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
-import orjson
-from hookagent.codec import (
-    MAX_MESSAGE_BYTES,
-    MAX_STATE_BYTES,
-    dumps,
-    gc_paused,
-    loads,
-    msg_from_dict,
-)
-from hookagent.errors import CorruptState, InvalidState, UnsupportedSchemaVersion
+from hookagent.codec import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, dumps, loads
+from hookagent.errors import CorruptState
 from hookagent.messages import Msg
+
+from .frames import decode_messages
 
 RECORD = struct.Struct(">II")
 MAGIC = b"HAJFHD1\n"
+MAGIC2 = b"HAJFHD2\n"
+"""A format-2 head: commit frames (``frames``) may follow its committed ``size``."""
 _HEAD = struct.Struct(">III")
 _META_LIMIT = 64 * 1024
 _COMPRESS_MIN = 96
@@ -49,6 +45,8 @@ class Head:
     size: int
     """Committed bytes of the local record file, or committed segments on fsspec."""
     state: bytes
+    tail: bool = False
+    """Format 2 (local disk): newer commits may follow ``size`` as commit frames."""
 
 
 def pack(message: bytes) -> bytes:
@@ -118,7 +116,11 @@ def encode_head_file(head: Head) -> bytes:
         what="head metadata",
     )
     body = meta + head.state
-    return MAGIC + _HEAD.pack(len(meta), len(head.state), zlib.crc32(body)) + body
+    return (
+        (MAGIC2 if head.tail else MAGIC)
+        + _HEAD.pack(len(meta), len(head.state), zlib.crc32(body))
+        + body
+    )
 
 
 def _int(meta: dict[str, Any], name: str, where: str) -> int:
@@ -130,7 +132,8 @@ def _int(meta: dict[str, Any], name: str, where: str) -> int:
 
 def decode_head_file(data: bytes, where: str) -> Head:
     fixed = len(MAGIC) + _HEAD.size
-    if len(data) < fixed or not data.startswith(MAGIC):
+    tail = data.startswith(MAGIC2)
+    if len(data) < fixed or not (tail or data.startswith(MAGIC)):
         raise CorruptState(f"{where}: not a head file (bad magic or too short)")
     meta_len, state_len, crc = _HEAD.unpack_from(data, len(MAGIC))
     if (
@@ -151,9 +154,8 @@ def decode_head_file(data: bytes, where: str) -> Head:
     version = _int(meta, "version", where)
     if version < 1:
         raise CorruptState(f"{where}: head version {version} is not positive")
-    return Head(
-        version, gen, _int(meta, "count", where), _int(meta, "size", where), body[meta_len:]
-    )
+    count, size = _int(meta, "count", where), _int(meta, "size", where)
+    return Head(version, gen, count, size, body[meta_len:], tail)
 
 
 def encode_fence(epoch: int, owner: str) -> bytes:
@@ -178,24 +180,4 @@ def decode_fence(data: bytes, where: str) -> int:
 
 def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:
     """Decode stored messages with the codec's rules (size, depth 64, strict structure)."""
-    out: list[Msg] = []
-    try:
-        with gc_paused():  # a cold load allocates a lot, and nothing in it is cyclic
-            for stored in payloads:
-                p = unpack(stored, where)
-                if len(p) > MAX_MESSAGE_BYTES:
-                    raise CorruptState(
-                        f"{where}: a stored message is {len(p)} bytes, over the limit"
-                    )
-                try:
-                    doc = orjson.loads(p)
-                except orjson.JSONDecodeError as exc:
-                    raise CorruptState(f"{where}: a stored message is not JSON: {exc}") from None
-                out.append(msg_from_dict(doc))
-    except UnsupportedSchemaVersion:
-        raise
-    except InvalidState as exc:
-        if isinstance(exc, CorruptState):
-            raise
-        raise CorruptState(f"{where}: stored message does not decode: {exc}") from exc
-    return out
+    return decode_messages([unpack(p, where) for p in payloads], where)

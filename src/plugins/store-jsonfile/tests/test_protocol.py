@@ -9,13 +9,14 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hookagent.codec import encode_msg
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import CorruptState
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_jsonfile import LocalJsonFileStore, posixio
+from hookagent_store_jsonfile.frames import encode_commit
 from hookagent_store_jsonfile.layout import id_parts, slot_parts
-from hookagent_store_jsonfile.records import RECORD, decode_head_file, frame
+from hookagent_store_jsonfile.records import decode_head_file, frame
 
 pytestmark = pytest.mark.anyio
 
@@ -57,12 +58,16 @@ async def test_appends_do_not_rewrite_the_history(tmp_path: Path) -> None:
     await grow(store, 400, "old")
     log = the_log(tmp_path)
     ino, prefix = log.stat().st_ino, log.read_bytes()
+    head_bytes = (key_dir(tmp_path) / "head").read_bytes()
     for turn in range(5):
         await grow(store, 4, f"t{turn}-")
     assert the_log(tmp_path) == log and log.stat().st_ino == ino  # same file, same generation
     assert log.read_bytes().startswith(prefix)  # the old bytes were never touched
-    head = decode_head_file((key_dir(tmp_path) / "head").read_bytes(), "t")
-    assert head.count == 420 and head.size == log.stat().st_size and head.version == 6
+    assert (key_dir(tmp_path) / "head").read_bytes() == head_bytes  # appends leave the head
+    head = decode_head_file(head_bytes, "t")
+    assert head.count == 400 and head.size == len(prefix) and head.version == 1 and head.tail
+    got = await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    assert got.version == 6 and got.state is not None and len(got.state.context) == 420
     # a changed prefix rewrites into a new generation and removes the old file
     got = await store.get_versioned("u", "s")
     assert got.state is not None
@@ -77,9 +82,10 @@ async def test_torn_tail_is_ignored_then_truncated(tmp_path: Path) -> None:
     await grow(store, 3)
     log = the_log(tmp_path)
     committed = log.read_bytes()
-    # a writer died after writing part of its records and before replacing the head
+    # a writer died after writing part of its commit frame
+    frames = encode_commit([encode_msg(Msg.user("lost"))], b'{"session_id":"s"}', 2, 4)
     with open(log, "ab") as fh:
-        fh.write(RECORD.pack(50, 123) + b'{"role": "us')
+        fh.write(frames[: len(frames) - 5])
     for reader in (store, LocalJsonFileStore(tmp_path)):
         assert await texts(reader) == ["m0", "m1", "m2"]
     await grow(store, 1, "next")
@@ -226,17 +232,19 @@ async def test_multi_writer_refused_on_network_filesystems(
 
 
 async def test_every_tear_recovers_and_every_flip_fails_closed(tmp_path: Path) -> None:
-    """G3 on the record file: a tear at every byte of an uncommitted record recovers the
-    committed prefix; a flipped bit at every byte of the last committed record is refused."""
+    """G3 on the record file: a tear at every byte of an uncommitted commit frame recovers the
+    committed prefix; a flipped bit at every byte of the last committed frame is refused."""
     store = LocalJsonFileStore(tmp_path)
     await grow(store, 3)
     log = the_log(tmp_path)
     committed = log.read_bytes()
-    # the bytes a writer would append for one more message, never committed by a head
-    tail = frame([encode_msg(Msg.user("m3"))])
-    for cut in range(len(tail) + 1):
+    # the bytes a writer would append for one more message, never committed (torn)
+    tail = encode_commit([encode_msg(Msg.user("m3"))], encode_head(AgentState("s", "u")), 2, 4)
+    for cut in range(len(tail)):
         log.write_bytes(committed + tail[:cut])
         assert await texts(LocalJsonFileStore(tmp_path, cache_slots=0)) == ["m0", "m1", "m2"], cut
+    log.write_bytes(committed + tail)  # complete: a writer killed between write and fsync
+    assert await texts(LocalJsonFileStore(tmp_path, cache_slots=0)) == ["m0", "m1", "m2", "m3"]
     log.write_bytes(committed + tail[: len(tail) // 2])
     await grow(store, 1, "after")  # the next writer truncates the torn tail and appends
     assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "after0"]
@@ -290,8 +298,8 @@ async def test_save_work_does_not_grow_with_history(
     small_bytes, small_fsyncs = await append_four("small")
     big_bytes, big_fsyncs = await append_four("big")
     assert the_log_of(tmp_path, "small").stat().st_ino == log_small  # appended, not rewritten
-    assert small_fsyncs == big_fsyncs == 3  # records, head temp file, directory
-    assert big_bytes - small_bytes < 64  # only the head's counters differ in length
+    assert small_fsyncs == big_fsyncs == 1  # the commit frame (the head file is untouched)
+    assert big_bytes - small_bytes < 64  # the frame's version and count are fixed-width
 
 
 def test_compressed_records_round_trip_and_refuse_bombs() -> None:

@@ -1,0 +1,117 @@
+"""Loading a slot on local disk: the head, then only the record-file bytes not yet cached.
+
+A format-2 head names the committed base; commit frames after it are newer commits, made by
+one write + fsync under the slot's exclusive flock. A reader that finds bytes beyond what it
+knows takes the slot's flock *shared* while it reads them, so it never sees a commit whose
+writer is still between its write and its fsync (or about to truncate it after a failed
+fsync): it waits for that writer. With nothing new (the usual warm load) it takes no lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+from hookagent.errors import CorruptState
+
+from . import posixio as io
+from .cache import Cached, SlotKey
+from .frames import decode_messages
+from .layout import LOCK, log_name
+from .localtree import LocalTree
+from .logscan import scan_base, scan_tail
+from .records import Head
+
+
+class Gone(Exception):
+    """The record file named by a head vanished: a rewrite superseded it, read again."""
+
+
+class Retry(Exception):
+    """The slot changed (rewritten or deleted) while a reader waited for its lock."""
+
+
+def usable(hit: Cached | None, head: Head) -> Cached | None:
+    """A cache entry still describes a prefix of what ``head`` (and commits after it) hold."""
+    if hit is None or hit.gen != head.gen:
+        return None
+    if hit.size <= head.size:  # a prefix of the committed base (format 1 appends extend it)
+        same = hit.size == head.size
+        ok = hit.count <= head.count and (hit.count == head.count) == same
+        return hit if ok and (not same or hit.version == head.version) else None
+    return hit if head.tail and hit.version > head.version else None
+
+
+class LocalReads(LocalTree):
+    """Base of ``LocalCore``: reading the newest committed state of a key directory."""
+
+    def _share(self, sd: int, kd: int, head: Head, where: str) -> int:
+        """The slot's lock file, flocked shared, once the head is still ``head``."""
+        try:
+            lk = os.open(LOCK, io.READ_FLAGS, dir_fd=sd)
+        except FileNotFoundError:
+            raise Retry from None  # the slot is being deleted
+        try:
+            fcntl.flock(lk, fcntl.LOCK_SH)
+            if os.fstat(lk).st_nlink == 0 or self._read_head(kd, where) != head:
+                raise Retry
+        except BaseException:
+            os.close(lk)
+            raise
+        return lk
+
+    def _load(
+        self, sd: int, kd: int, ck: SlotKey, head: Head, where: str, *, locked: bool,
+        decode: bool = True,
+    ) -> Cached:  # fmt: skip
+        """The newest committed state. ``locked``: the caller holds the exclusive flock.
+
+        With ``decode=False`` and nothing cached (a writer that only needs the version, count
+        and append point) the messages are not decoded: ``msgs`` is empty and nothing is cached.
+        """
+        hit = usable(self.cache.get(ck), head)
+        try:
+            fd = os.open(log_name(head.gen), io.READ_FLAGS, dir_fd=kd)
+        except FileNotFoundError:
+            raise Gone from None
+        lock = -1
+        try:
+            known = head.size if hit is None else max(hit.size, head.size)
+            size = os.fstat(fd).st_size
+            if head.tail and size > known and not locked:
+                lock = self._share(sd, kd, head, where)  # wait for a writer in flight
+                size = os.fstat(fd).st_size
+            if size < known:
+                raise CorruptState(
+                    f"{where}: the history file is shorter than its committed length"
+                )
+            end = size if head.tail else head.size
+            if hit is not None and end == hit.size:
+                return hit
+            start = 0 if hit is None else hit.size
+            data = io.pread_exact(fd, end - start, start)
+        finally:
+            if lock >= 0:
+                os.close(lock)  # releases the shared flock
+            os.close(fd)
+        if len(data) != end - start:
+            raise CorruptState(f"{where}: the history file is shorter than its committed length")
+        cut = max(head.size - start, 0)
+        if hit is None or cut:  # (the rest of) the committed base first
+            base = scan_base(data[:cut], head.count - (0 if hit is None else hit.count), where)
+            version, count, state = head.version, head.count, head.state
+        else:
+            base = []
+            version, count, state = hit.version, hit.count, hit.state
+        tail = scan_tail(data[cut:], start + cut, version, count, where)
+        state = state if tail.state is None else tail.state
+        if not decode and hit is None:
+            return Cached(head.gen, tail.count, tail.end, (), tail.version, state)
+        msgs = (() if hit is None else hit.msgs) + tuple(
+            decode_messages(base + tail.payloads, where)
+        )
+        if len(msgs) != tail.count:
+            raise CorruptState(f"{where}: {len(msgs)} messages where {tail.count} are committed")
+        entry = Cached(head.gen, tail.count, tail.end, msgs, tail.version, state)
+        self.cache.put(ck, entry)
+        return entry

@@ -1,0 +1,88 @@
+"""Reading a record file: the committed base a head names, then the commits after it.
+
+The base (bytes ``[0, head.size)``) is committed by the head itself: it must parse whole into
+exactly ``head.count`` messages, as format-1 records (``records``) and/or batch frames
+(``frames``); a record starts with a length below 1 MiB (first byte 0), a frame with
+``HAJF``, so the two never look alike. The tail after a format-2 head is a sequence of frames;
+the last complete commit frame is the newest committed state, and an incomplete last frame is
+an uncommitted leftover of a killed writer.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import attrs
+from hookagent.codec import MAX_MESSAGE_BYTES
+from hookagent.errors import CorruptState
+
+from .frames import FRAME_MAGIC, read_frame
+from .records import RECORD, unpack
+
+
+def scan_base(buf: bytes, count: int, where: str) -> list[bytes]:
+    """The ``count`` message payloads (JSON) of a head's committed bytes."""
+    view = memoryview(buf)
+    out: list[bytes] = []
+    pos, end = 0, len(view)
+    while pos < end:
+        if view[pos : pos + 4] == FRAME_MAGIC:
+            frame = read_frame(view, pos, where)
+            if frame is None or frame.version:
+                raise CorruptState(f"{where}: bad frame at byte {pos} of the committed history")
+            out += frame.parts
+            pos = frame.end
+            continue
+        if end - pos < RECORD.size:
+            raise CorruptState(f"{where}: truncated record header at byte {pos}")
+        length, crc = RECORD.unpack_from(view, pos)
+        pos += RECORD.size
+        if length > MAX_MESSAGE_BYTES or length > end - pos:
+            raise CorruptState(f"{where}: record at byte {pos - RECORD.size} has bad length")
+        payload = view[pos : pos + length]
+        if zlib.crc32(payload) != crc:
+            raise CorruptState(f"{where}: checksum mismatch in record at byte {pos - RECORD.size}")
+        out.append(unpack(bytes(payload), where))
+        pos += length
+    if len(out) != count:
+        raise CorruptState(f"{where}: {len(out)} messages where the head commits {count}")
+    return out
+
+
+@attrs.frozen
+class Tail:
+    """What the commit frames after a known point add."""
+
+    payloads: list[bytes]
+    end: int
+    """Offset just after the last complete commit (the writer's append point)."""
+    version: int
+    count: int
+    state: bytes | None
+    """The newest commit's state head; None when no commit followed."""
+
+
+def scan_tail(buf: bytes, offset: int, version: int, count: int, where: str) -> Tail:
+    """Commit frames in ``buf`` (which starts at file ``offset``), after ``version``/``count``."""
+    view = memoryview(buf)
+    payloads: list[bytes] = []
+    pending: list[bytes] = []
+    state: bytes | None = None
+    pos = committed = 0
+    while pos < len(view):
+        frame = read_frame(view, pos, where)
+        if frame is None:
+            break  # a torn last frame: a killed writer's uncommitted leftover
+        if not frame.version:
+            pending += frame.parts
+        else:
+            new = frame.parts[1:]
+            if frame.version != version + 1 or frame.count != count + len(pending) + len(new):
+                raise CorruptState(f"{where}: commit at byte {offset + pos} does not follow")
+            payloads += pending
+            payloads += new
+            pending = []
+            version, count, state = frame.version, frame.count, frame.parts[0]
+            committed = frame.end
+        pos = frame.end
+    return Tail(payloads, offset + committed, version, count, state)

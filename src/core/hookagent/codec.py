@@ -25,7 +25,16 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from ._fastmsg import Mismatch, fast_msg, msg_doc
 from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
-from .state import SCHEMA_VERSION, AgentState, History
+from .state import (
+    SCHEMA_VERSION,
+    AgentState,
+    History,
+    PermissionContext,
+    PermissionRule,
+    TasksContext,
+    Todo,
+    ToolContext,
+)
 
 T = TypeVar("T")
 
@@ -198,6 +207,20 @@ def _warm_up() -> None:
 
 
 _FIXED_DEPTH = 4  # state > context > message > content block: where free-form values start
+
+
+def _warm_paths() -> None:
+    """Then run the real paths once: generating one class's hook clears cattrs's dispatch
+    cache, so some hooks warmed above are generated again on their first real use."""
+    state = AgentState(
+        session_id="warm",
+        permission_context=PermissionContext(rules=[PermissionRule("t", "ask")]),
+        tasks_context=TasksContext(todos=[Todo("x")]),
+        tool_context=ToolContext(activated_groups=["g"]),
+    )
+    for _ in range(2):
+        decode_head(encode_head(state), ())
+        decode_state(encode_state(state))
 
 
 _warm_up()
@@ -425,7 +448,7 @@ def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, 
         name = field.name
         if name == "extensions" or (name == "context" and not with_context):
             continue
-        doc[name] = _c.unstructure(getattr(state, name))
+        doc[name] = _c.unstructure(getattr(state, name), field.type)  # hooks warmed at import
     for name, value in state.extensions.items():
         reserved_section(name)
         doc[name] = value
@@ -466,3 +489,6 @@ def loads(data: bytes | str, *, limit: int = MAX_STATE_BYTES, what: str = "docum
     doc = _parse(data, limit=limit, what=what)
     check_depth(doc, where=what)
     return doc
+
+
+_warm_paths()

@@ -502,3 +502,29 @@ def test_what_encodes_always_decodes_at_the_depth_limit(where: str) -> None:
         codec.encode_msg(make(limit + 1))
     with pytest.raises(StateTooLarge):
         codec.encode_state(state_of(make(limit + 1)))
+
+
+def test_first_save_and_load_of_a_process_compile_nothing() -> None:
+    """cattrs compiles hooks on first use (milliseconds each): the codec does it at import,
+    so a cold resume's first call does not pay for it."""
+    import subprocess
+    import sys
+
+    code = """
+import cattrs.gen as gen
+from hookagent import AgentState, Msg, codec
+from hookagent.state import PermissionRule, Todo
+made = []
+for name in ("make_dict_unstructure_fn_from_attrs", "make_dict_structure_fn_from_attrs"):
+    real = getattr(gen, name)
+    setattr(gen, name, lambda *a, _real=real, **k: (made.append(a[0]), _real(*a, **k))[1])
+state = AgentState(session_id="s")
+state.permission_context.rules.append(PermissionRule("t", "deny"))
+state.tasks_context.todos.append(Todo("x"))
+state.context.append(Msg.user("hi"))
+codec.decode_head(codec.encode_head(state), list(state.context))
+codec.decode_state(codec.encode_state(state))
+print(len(made))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"

@@ -172,12 +172,13 @@ class LocalCore(LocalReads):
         sparts = slot_parts(user_id, session_id)
         for _ in range(RETRIES):
             fds: list[int] = []
+            new_dirs: list[int] = []  # parents with a new entry, fsynced before the commit
             try:
                 try:
-                    pd = io.walk(root, sparts[:-1], create=True, dur=self.dur)
+                    pd = io.walk(root, sparts[:-1], create=True, dur=self.dur, pending=new_dirs)
                     assert pd is not None
                     fds.append(pd)
-                    sd = io.open_dir(pd, sparts[-1], create=True, dur=self.dur)
+                    sd = io.open_dir(pd, sparts[-1], create=True, dur=self.dur, pending=new_dirs)
                     assert sd is not None
                     fds.append(sd)
                     lk = os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd)
@@ -191,7 +192,7 @@ class LocalCore(LocalReads):
                 try:
                     version = self._save_locked(
                         sd, id_parts(key), history, base, tail, head_state, expected, fence,
-                        where, (user_id, session_id, key),
+                        where, (user_id, session_id, key), new_dirs,
                     )  # fmt: skip
                     committed = True
                 finally:
@@ -203,7 +204,7 @@ class LocalCore(LocalReads):
             except OSError as exc:
                 raise io.mapped(exc, f"saving {where}") from exc
             finally:
-                for fd in reversed(fds):
+                for fd in reversed(fds + new_dirs):
                     os.close(fd)
             history.mark_committed()
             return version
@@ -221,13 +222,14 @@ class LocalCore(LocalReads):
         fence: Fence | None,
         where: str,
         ck: tuple[str, str, str],
+        new_dirs: list[int],
     ) -> int:
         if fence is not None:
             self._check_fence(sd, fence, where)
         kd = io.walk(sd, kparts, create=False, dur=self.dur)
         try:
             if self.sweep_after is not None and ck not in self._swept:
-                self._sweep_slot(sd, kd, ck)
+                self._sweep_slot(sd, kd, ck, fresh=bool(new_dirs))
             head = None if kd is None else self._read_head(kd, where)
             tip = None
             if head is not None:
@@ -244,16 +246,17 @@ class LocalCore(LocalReads):
             append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if kd is None:
-                kd = io.walk(sd, kparts, create=True, dur=self.dur)
+                kd = io.walk(sd, kparts, create=True, dur=self.dur, pending=new_dirs)
                 assert kd is not None
             if append and head is not None and tip is not None:
+                self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
                 if head.tail:
                     self._append(kd, tip, payloads, head_state, where, ck)
                 else:  # a format-1 head: this one append still replaces it (as format 2)
                     self._append_v1(kd, head, payloads, head_state, where, ck)
             else:
                 try:
-                    self._rewrite(kd, current + 1, payloads, head_state)
+                    self._rewrite(kd, current + 1, payloads, head_state, new_dirs)
                 except BaseException:
                     if head is None:  # nothing was ever committed here: leave no trace
                         self._clear_dir(kd)
@@ -264,16 +267,28 @@ class LocalCore(LocalReads):
             if kd is not None:
                 os.close(kd)
 
-    def _sweep_slot(self, sd: int, kd: int | None, ck: tuple[str, str, str]) -> None:
-        """Once per slot and store instance, under the lock: leftovers of killed writers."""
+    def _sweep_slot(
+        self, sd: int, kd: int | None, ck: tuple[str, str, str], *, fresh: bool
+    ) -> None:
+        """Once per slot and store instance, under the lock: leftovers of killed writers.
+
+        ``fresh``: this save created the slot directory, so it holds no leftovers.
+        """
         assert self.sweep_after is not None
         now = time.time()
-        self._sweep_one(sd, self.sweep_after, now)
-        if kd is not None:
+        if not fresh:
+            self._sweep_one(sd, self.sweep_after, now)
+        if kd is not None and not fresh:
             self._sweep_one(kd, self.sweep_after, now)
         if len(self._swept) > 65536:
             self._swept.clear()
         self._swept.add(ck)
+
+    def _sync_dirs(self, new_dirs: list[int]) -> None:
+        """Make new directory entries durable (before the commit point); closes the fds."""
+        while new_dirs:
+            self.dur.fsync(new_dirs[-1], "a directory (new entry)")
+            os.close(new_dirs.pop())
 
     def _commit_head(self, kd: int, head: Head) -> None:
         """Replace ``head`` (the commit point), then fsync the directory."""
@@ -363,7 +378,9 @@ class LocalCore(LocalReads):
         except (OSError, CorruptState):
             return False
 
-    def _rewrite(self, kd: int, version: int, payloads: list[bytes], head_state: bytes) -> None:
+    def _rewrite(
+        self, kd: int, version: int, payloads: list[bytes], head_state: bytes, new_dirs: list[int]
+    ) -> None:
         gen = secrets.token_hex(8)
         name = log_name(gen)
         data = encode_batches(payloads)
@@ -375,6 +392,7 @@ class LocalCore(LocalReads):
                 self.dur.fsync(fd, "the history file")
             finally:
                 os.close(fd)
+            self._sync_dirs(new_dirs)  # after the data: one journal commit covers both
             new = Head(version, gen, len(payloads), len(data), head_state, tail=True)
             io.replace_file(kd, HEAD, encode_head_file(new), self.dur, "the head")
             renamed = True

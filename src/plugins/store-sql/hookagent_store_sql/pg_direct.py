@@ -31,6 +31,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
+from .save import Row
 from .schema import Tables
 
 try:  # SQLAlchemy 2.1 renamed await_only to await_
@@ -137,7 +138,10 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         try:
             fairy = self._pool_engine.raw_connection()
         except Exception as exc:
-            raise wrap(exc, statement, isinstance(exc, (OSError, ConnectionError))) from exc
+            err = wrap(exc, statement, isinstance(exc, (OSError, ConnectionError)))
+            if err is exc:
+                raise
+            raise err from exc
         try:
             driver = fairy.driver_connection
             try:
@@ -151,7 +155,13 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
                 )
                 if dead:
                     fairy.invalidate(exc)  # never hand this connection out again
-                raise wrap(exc, statement, dead) from exc
+                err = wrap(exc, statement, dead)
+                if err is exc:
+                    raise
+                raise err from exc
+            except BaseException as exc:  # cancelled mid-statement: the protocol state is lost
+                fairy.invalidate(exc)
+                raise
         finally:
             fairy.close()
 
@@ -163,15 +173,19 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         return await self.run(sql, lambda c: c.fetch(sql, user_id, h, start))
 
     async def append(
-        self, key: tuple[str, str, str, str], cas: tuple[int, int, int], new: tuple[Any, ...]
+        self,
+        key: tuple[str, str, str, str],
+        cas: tuple[int, int, int],
+        new: tuple[int, int, str, datetime],
+        rows: list[Row],
     ) -> bool:
-        """key (u, h, s, k), cas (version, generation, count), new (version, count, head,
-        now, *columns); True if applied (the CAS matched and every row went in)."""
+        """key (u, h, s, k), cas (version, generation, count), new (version, count, head, now):
+        True if applied (the CAS matched and every row went in)."""
         u, h, s, k = key
         sql = self.append_sql
-        n_rows = len(new[4])
-        got = await self.run(sql, lambda c: c.fetchrow(sql, u, h, *cas, *new[:4], s, k, *new[4:]))
-        return bool(got is not None and got[0] == 1 and got[1] == n_rows)
+        args = (u, h, *cas, *new, s, k, *columns_of(rows))
+        got = await self.run(sql, lambda c: c.fetchrow(sql, *args))
+        return bool(got is not None and got[0] == 1 and got[1] == len(rows))
 
     async def create(
         self,
@@ -179,16 +193,14 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         generation: int,
         head: str,
         now: datetime,
-        columns: Columns,
+        rows: list[Row],
     ) -> bool:
         """True if the slot was created (False: it exists, nothing was written)."""
         u, h, s, k = key
         sql = self.create_sql
-        count = len(columns[0])
-        got = await self.run(
-            sql, lambda c: c.fetchrow(sql, u, h, s, k, generation, count, head, now, *columns)
-        )
-        return bool(got is not None and got[0] == 1 and got[1] == count)
+        args = (u, h, s, k, generation, len(rows), head, now, *columns_of(rows))
+        got = await self.run(sql, lambda c: c.fetchrow(sql, *args))
+        return bool(got is not None and got[0] == 1 and got[1] == len(rows))
 
     async def probe(self, user_id: str, h: str, seq: int) -> Any:
         """(version, generation, count, body at seq) of the slot, or None if it is absent."""

@@ -90,5 +90,9 @@ class ThreadRunner:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._write, fn, committing)
 
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the file's thread (the direct path's operations)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.dispose)

@@ -41,12 +41,13 @@ from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
 from .migrations import check_migrations, flavor_of, migrate, utcnow
-from .pg_direct import PgDirect, columns_of
+from .pg_direct import PgDirect
 from .queries import Queries, RetryTransaction
 from .runner import AsyncRunner, ThreadRunner
 from .save import SavePlan, new_generation
 from .schema import Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
+from .sqlite_direct import SqliteDirect
 
 T = TypeVar("T")
 
@@ -128,7 +129,7 @@ class SQLAgentStateStore:
             self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
         self._cache = SlotCache(cache_slots)
         self._one_statement_appends = one_statement_appends
-        self._pg: PgDirect | None = None
+        self._direct: PgDirect | SqliteDirect | None = None
         self._q: Queries | None = None
         self._ready_lock: asyncio.Lock | None = None
         self._closed = False
@@ -186,7 +187,9 @@ class SQLAgentStateStore:
         tables = Tables(self._names, flavor_of(self._engine.dialect))
         self._q = Queries(tables, self._backend)
         if pg_direct.usable(self._engine):
-            self._pg = PgDirect(self._engine, tables)
+            self._direct = PgDirect(self._engine, tables)
+        elif isinstance(self._runner, ThreadRunner):
+            self._direct = SqliteDirect(self._runner, tables)
 
     async def open(self) -> SQLAgentStateStore:
         """Do now what the first operation would: check (or run) the migrations, make the
@@ -194,8 +197,8 @@ class SQLAgentStateStore:
         for the first operation to report (the database may come up later). Returns self."""
         try:
             await self._ready()
-            if self._pg is not None:
-                await self._pg.warm()
+            if self._direct is not None:
+                await self._direct.warm()
             else:
                 await self._runner.read(lambda conn: conn.exec_driver_sql("SELECT 1").all())
         except (HookagentError, *TRANSLATED):
@@ -294,9 +297,9 @@ class SQLAgentStateStore:
         """The load statement's rows, (seq, version, generation, message_count, body): the
         head first (seq -1), then the messages from ``start``; empty if there is no slot."""
         q = await self._ready()
-        pg = self._pg
-        if pg is not None:
-            return await self._read_with("load", lambda: pg.load(user_id, h, start))
+        direct = self._direct
+        if direct is not None:
+            return await self._read_with("load", lambda: direct.load(user_id, h, start))
         params = {"u": user_id, "h": h, "start": start}
         return await self._read("load", lambda conn: conn.execute(q.load, params).all())
 
@@ -374,8 +377,8 @@ class SQLAgentStateStore:
         q = await self._ready()
         try:
             done = None
-            if self._pg is not None and self._one_statement_appends:
-                done = await self._direct_save(self._pg, plan)
+            if self._direct is not None and self._one_statement_appends:
+                done = await self._direct_save(self._direct, plan)
             if done is None:
                 done = await self._write("save", lambda conn: plan.run(conn, q))
             version, generation = done
@@ -388,10 +391,12 @@ class SQLAgentStateStore:
         state.context.mark_committed()
         return version
 
-    async def _direct_save(self, pg: PgDirect, plan: SavePlan) -> tuple[int, int] | None:
-        """PostgreSQL append or create in one autocommit statement; None: use the transaction
-        path (another shape of save, the CAS did not match, or the statement certainly did
-        not run)."""
+    async def _direct_save(
+        self, direct: PgDirect | SqliteDirect, plan: SavePlan
+    ) -> tuple[int, int] | None:
+        """An append or a create on the direct path (PostgreSQL: one autocommit statement;
+        SQLite: one transaction in the file's thread); None: use the transaction path
+        (another shape of save, the CAS did not match, or it certainly did not run)."""
         key = (plan.u, plan.h, plan.s, plan.k)
         count = len(plan.messages)
         attempt: Callable[[], Awaitable[bool]]
@@ -400,15 +405,14 @@ class SQLAgentStateStore:
             assert cached is not None
             rows = plan.new_rows()
             cas = (cached.version, cached.generation, plan.base)
-            new = (cached.version + 1, count, plan.head, utcnow(), *columns_of(rows))
+            new = (cached.version + 1, count, plan.head, utcnow())
             before, result = cached.version, (cached.version + 1, cached.generation)
-            attempt = lambda: pg.append(key, cas, new)  # noqa: E731
+            attempt = lambda: direct.append(key, cas, new, rows)  # noqa: E731
         elif plan.is_create():
             rows = plan.new_rows()
             generation = new_generation()
-            columns = columns_of(rows)
             before, result = -1, (1, generation)  # no version -1: "absent" stays unknown
-            attempt = lambda: pg.create(key, generation, plan.head, utcnow(), columns)  # noqa: E731
+            attempt = lambda: direct.create(key, generation, plan.head, utcnow(), rows)  # noqa: E731
         else:
             return None
         try:
@@ -421,7 +425,7 @@ class SQLAgentStateStore:
             # the connection went: the statement may or may not have run; look
             seq = rows[0][0] if rows else 0
             applied = await pg_direct.resolve(
-                lambda: self._read_with("save", lambda: pg.probe(plan.u, plan.h, seq)),
+                lambda: self._read_with("save", lambda: direct.probe(plan.u, plan.h, seq)),
                 before=before,
                 after=(*result, count),
                 first_body=rows[0][3] if rows else None,

@@ -45,14 +45,21 @@ async def store(request, tmp_path: Path):
 
 class Statements:
     """Records (verb, statement, number of parameter sets) for each statement sent: through
-    SQLAlchemy (cursor events) and, on PostgreSQL, by asyncpg directly (the store's hot path)."""
+    SQLAlchemy (cursor events) and by the store's direct paths (asyncpg calls on PostgreSQL;
+    on SQLite every statement the sqlite3 connections run, from their trace callback, where
+    an executemany of n rows shows as n INSERTs in a row)."""
 
     def __init__(self, store: SQLAgentStateStore) -> None:
         self.seen: list[tuple[str, str, int]] = []
         self.params: list[object] = []
         self._engine = store.data_engine
-        event.listen(self._engine, "before_cursor_execute", self._on)
+        self._sqlite = self._engine.dialect.name == "sqlite"
+        self._traced: list[object] = []
         self._patched = []
+        if self._sqlite:
+            event.listen(self._engine, "checkout", self._trace)
+            return
+        event.listen(self._engine, "before_cursor_execute", self._on)
         for name in ("fetch", "fetchrow"):
             real = getattr(asyncpg.Connection, name)
 
@@ -63,14 +70,27 @@ class Statements:
             setattr(asyncpg.Connection, name, spy)
             self._patched.append((name, real))
 
+    def _trace(self, dbapi_conn, record, proxy) -> None:
+        dbapi_conn.set_trace_callback(lambda sql: self._record(sql, None, 1))
+        self._traced.append(dbapi_conn)
+
     def _on(self, conn, cursor, statement, parameters, context, executemany) -> None:
         self._record(statement, parameters, len(parameters) if executemany else 1)
 
     def _record(self, statement: str, parameters: object, n: int) -> None:
-        self.seen.append((statement.split()[0].upper(), statement, n))
+        verb = statement.split()[0].upper()
+        if self._sqlite and self.seen and verb == "INSERT" and self.seen[-1][0] == verb:
+            self.seen[-1] = (verb, statement, self.seen[-1][2] + 1)  # one executemany
+            return
+        self.seen.append((verb, statement, n))
         self.params.append(parameters)
 
     def close(self) -> None:
+        if self._sqlite:
+            event.remove(self._engine, "checkout", self._trace)
+            for conn in self._traced:
+                conn.set_trace_callback(None)
+            return
         event.remove(self._engine, "before_cursor_execute", self._on)
         for name, real in self._patched:
             setattr(asyncpg.Connection, name, real)

@@ -217,3 +217,21 @@ async def test_pg_one_statement_create_resolves_a_lost_connection(
             assert final.version == 1 and [m.text for m in final.state.context] == ["first"]
         else:
             assert final.version == 0 and final.state is None
+
+
+async def test_pg_direct_statement_cancelled_mid_flight_drops_its_connection(
+    tmp_path: Path,
+) -> None:
+    """A caller's timeout cancels a direct statement: the store drops that connection (as
+    SQLAlchemy does) and the next operations, on the pool's only slot, work."""
+    async with fresh_store("postgresql", tmp_path, pool_size=1, max_overflow=0) as store:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        direct = store._direct
+        assert direct is not None
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(
+                direct.run("sleep", lambda c: c.fetch("SELECT pg_sleep(2)")), 0.2
+            )
+        got = await store.get_versioned("u", "s")
+        assert got.version == 1
+        assert await store.save_if_version("u", "s", got.state, 1) == 2

@@ -1,0 +1,194 @@
+"""SQLite's hot path: the load, the append and the create as plain ``sqlite3`` calls in the
+database file's own thread (``runner.ThreadRunner``), on a connection of the engine's pool.
+
+Why: each operation is already one hop into that thread; inside it, SQLAlchemy Core cost
+about as much client CPU as SQLite itself (statement caching, parameter processing, result
+rows, the ``Connection`` and transaction objects). Here a write is ``BEGIN IMMEDIATE``, the
+compare-and-set ``UPDATE`` (rowcount checked) or the create's ``INSERT ... ON CONFLICT DO
+NOTHING``, one ``executemany`` of the new rows, ``COMMIT``: the same statements as the
+transaction path, in one transaction, with the same writer lock (the thread) and the same
+busy rules (errors are wrapped as SQLAlchemy errors, so ``database is locked`` is retried by
+the store as before). The tables are the ones SQLAlchemy created; timestamps are written in
+SQLAlchemy's SQLite format.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from hookagent.errors import StoreUnavailable
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+
+from .runner import ThreadRunner
+from .save import Row
+from .schema import Tables
+
+T = TypeVar("T")
+
+
+def timestamp(value: datetime) -> str:
+    """The text SQLAlchemy's ``DateTime`` stores on SQLite (always with microseconds)."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def wrap(exc: BaseException, statement: str) -> BaseException:
+    """The SQLAlchemy error SQLAlchemy would have raised for a ``sqlite3`` error."""
+    if not isinstance(exc, sqlite3.Error):
+        return exc
+    cls: type[sa_exc.DBAPIError] = sa_exc.DatabaseError
+    if isinstance(exc, sqlite3.OperationalError):
+        cls = sa_exc.OperationalError
+    elif isinstance(exc, sqlite3.IntegrityError):
+        cls = sa_exc.IntegrityError
+    elif isinstance(exc, sqlite3.DataError):
+        cls = sa_exc.DataError
+    elif isinstance(exc, sqlite3.ProgrammingError):
+        cls = sa_exc.ProgrammingError
+    return cls(statement, None, exc)
+
+
+class SqliteDirect:
+    def __init__(self, runner: ThreadRunner, tables: Tables) -> None:
+        self._runner = runner
+        self._engine: Engine = runner.engine
+        prep = self._engine.dialect.identifier_preparer
+        slots, messages = prep.format_table(tables.slots), prep.format_table(tables.messages)
+        # only the table names are formatted in: from the validated configuration, quoted
+        self.load_sql = f"""
+SELECT -1, version, generation, message_count, head FROM {slots}
+WHERE user_id = ? AND slot_hash = ?
+UNION ALL
+SELECT seq, NULL, NULL, NULL, body FROM {messages}
+WHERE user_id = ? AND slot_hash = ? AND seq >= ?"""  # noqa: S608
+        self.cas_sql = f"""
+UPDATE {slots} SET version = ?, message_count = ?, head = ?, updated_at = ?
+WHERE user_id = ? AND slot_hash = ? AND version = ? AND generation = ? AND message_count = ?"""  # noqa: S608
+        self.create_sql = f"""
+INSERT INTO {slots} (user_id, slot_hash, session_id, state_key, version, generation,
+    message_count, head, created_at, updated_at)
+VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+ON CONFLICT (user_id, slot_hash) DO NOTHING"""  # noqa: S608
+        self.orphans_sql = f"DELETE FROM {messages} WHERE user_id = ? AND slot_hash = ?"  # noqa: S608
+        self.insert_sql = f"""
+INSERT INTO {messages} (user_id, slot_hash, seq, session_id, state_key, role, msg_id, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""  # noqa: S608
+        self.probe_sql = f"""
+SELECT version, generation, message_count,
+    (SELECT body FROM {messages} WHERE user_id = s.user_id AND slot_hash = s.slot_hash
+     AND seq = ?)
+FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._runner.call(self._in_thread, fn)
+
+    def _in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        fairy = self._engine.raw_connection()
+        try:
+            return fn(fairy.driver_connection)
+        finally:
+            fairy.close()
+
+    def _write(self, conn: sqlite3.Connection, body: Callable[[], bool]) -> bool:
+        """``body`` inside ``BEGIN IMMEDIATE`` .. ``COMMIT``; False (rolled back) if it says so."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not half-way
+            if not body():
+                conn.rollback()
+                return False
+        except BaseException as exc:
+            conn.rollback()
+            err = wrap(exc, "save")
+            if err is exc:
+                raise
+            raise err from exc
+        try:
+            conn.commit()
+        except sqlite3.Error as exc:
+            conn.rollback()
+            raise StoreUnavailable(
+                f"save: COMMIT failed: {exc} (the write may or may not have been applied)"
+            ) from exc
+        return True
+
+    # ------------------------------------------------------------------ statements
+
+    async def load(self, user_id: str, h: str, start: int) -> list[Any]:
+        """[(seq=-1, version, generation, count, head), (seq, _, _, _, body) ...] or []."""
+        args = (user_id, h, user_id, h, start)
+
+        def run(conn: sqlite3.Connection) -> list[Any]:
+            try:
+                return conn.execute(self.load_sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise wrap(exc, "load") from exc
+
+        return await self._call(run)
+
+    async def append(
+        self,
+        key: tuple[str, str, str, str],
+        cas: tuple[int, int, int],
+        new: tuple[int, int, str, datetime],
+        rows: list[Row],
+    ) -> bool:
+        """key (u, h, s, k), cas (version, generation, count), new (version, count, head, now):
+        True if applied, False if the compare-and-set matched nothing (nothing written)."""
+        u, h, s, k = key
+        version, count, head, now = new
+        cas_args = (version, count, head, timestamp(now), u, h, *cas)
+        values = [(u, h, seq, s, k, role, mid, body) for seq, role, mid, body in rows]
+
+        def body(conn: sqlite3.Connection) -> bool:
+            if conn.execute(self.cas_sql, cas_args).rowcount != 1:
+                return False
+            if values:
+                conn.executemany(self.insert_sql, values)
+            return True
+
+        return await self._call(lambda conn: self._write(conn, lambda: body(conn)))
+
+    async def create(
+        self,
+        key: tuple[str, str, str, str],
+        generation: int,
+        head: str,
+        now: datetime,
+        rows: list[Row],
+    ) -> bool:
+        """True if the slot was created; False if it exists (nothing written)."""
+        u, h, s, k = key
+        ts = timestamp(now)
+        slot_args = (u, h, s, k, generation, len(rows), head, ts, ts)
+        values = [(u, h, seq, s, k, role, mid, body) for seq, role, mid, body in rows]
+
+        def body(conn: sqlite3.Connection) -> bool:
+            if conn.execute(self.create_sql, slot_args).rowcount != 1:
+                return False
+            # rows left behind under this slot's address must not leak into the new slot
+            conn.execute(self.orphans_sql, (u, h))
+            if values:
+                conn.executemany(self.insert_sql, values)
+            return True
+
+        return await self._call(lambda conn: self._write(conn, lambda: body(conn)))
+
+    async def probe(self, user_id: str, h: str, seq: int) -> Any:
+        """(version, generation, count, body at seq) of the slot, or None if it is absent."""
+
+        def run(conn: sqlite3.Connection) -> Any:
+            try:
+                return conn.execute(self.probe_sql, (seq, user_id, h)).fetchone()
+            except sqlite3.Error as exc:
+                raise wrap(exc, "load") from exc
+
+        return await self._call(run)
+
+    async def warm(self) -> None:
+        """Open the thread's first connection (pragmas run) and read through it once."""
+        await self.load("", "", 0)

@@ -4,6 +4,7 @@ long and look-alike ids, corrupt rows, and the wiring (plugin, URLs, options).""
 from __future__ import annotations
 
 import unicodedata
+from datetime import datetime
 from pathlib import Path
 
 import asyncpg
@@ -356,3 +357,61 @@ async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
     assert [m.text for m in got] == ["x", "y", "z"]
     with pytest.raises(CorruptState, match="not all present"):
         SQLAgentStateStore._decode_tail(rows[:2], 0, 3, ("u", "s", "k"))
+
+
+async def test_direct_and_transaction_paths_write_the_same_rows(store) -> None:
+    """The direct path (asyncpg / sqlite3) writes exactly what the SQLAlchemy transaction
+    path writes, timestamps included (read back through SQLAlchemy's types), and each path
+    reads what the other wrote."""
+    prefix = store.tables.names.prefix
+    old = SQLAgentStateStore(store.engine, table_prefix=prefix, one_statement_appends=False)
+    if store.engine.dialect.name == "sqlite":  # the URL-made store: the file's own thread
+        old = SQLAgentStateStore(
+            str(store.engine.url), table_prefix=prefix, one_statement_appends=False
+        )
+    try:
+        for writer, sid in ((store, "new"), (old, "old")):
+            state = AgentState(sid, "u", summary="s")
+            state.context.extend([Msg.user("a"), Msg.assistant("b")])
+            assert await writer.save_if_version("u", sid, state, 0) == 1
+            got = await writer.get_versioned("u", sid)
+            got.state.context.extend([Msg.user("c"), Msg.assistant("d")])
+            assert await writer.save_if_version("u", sid, got.state, 1) == 2
+        for reader, sid in ((store, "old"), (old, "new")):
+            got = await SQLAgentStateStore(store.engine, table_prefix=prefix).get_versioned(
+                "u", sid
+            )
+            assert got.version == 2 and _texts(got.state) == ["a", "b", "c", "d"]
+            assert _texts((await reader.get_versioned("u", sid)).state) == ["a", "b", "c", "d"]
+        t = store.tables
+        async with store.engine.connect() as conn:
+            slots = {
+                r.session_id: r
+                for r in await conn.execute(
+                    select(t.slots).where(t.slots.c.user_id == "u").order_by(t.slots.c.session_id)
+                )
+            }
+            msgs = {
+                sid: [
+                    (r.seq, r.state_key, r.role, r.body)
+                    for r in await conn.execute(
+                        select(t.messages)
+                        .where(t.messages.c.session_id == sid)
+                        .order_by(t.messages.c.seq)
+                    )
+                ]
+                for sid in ("new", "old")
+            }
+    finally:
+        await old.aclose()
+    new, prev = slots["new"], slots["old"]
+    assert (new.version, new.message_count, new.state_key) == (2, 4, "agent_state")
+    assert (prev.version, prev.message_count) == (2, 4)
+    assert new.head.replace('"new"', '"old"') == prev.head
+    assert [m[:3] for m in msgs["new"]] == [m[:3] for m in msgs["old"]]
+    assert [m[3].count('"role"') for m in msgs["new"]] == [
+        m[3].count('"role"') for m in msgs["old"]
+    ]
+    for row in (new, prev):
+        assert isinstance(row.created_at, datetime) and isinstance(row.updated_at, datetime)
+        assert row.created_at <= row.updated_at

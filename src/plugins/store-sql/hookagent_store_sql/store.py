@@ -68,6 +68,7 @@ class SQLAgentStateStore:
         retry_deadline: float = 10.0,
         retry_disconnects: bool = True,
         one_statement_appends: bool = True,
+        direct_path: bool = True,
         **engine_options: Any,
     ) -> None:
         url_opts: dict[str, Any] = {}
@@ -129,6 +130,7 @@ class SQLAgentStateStore:
             self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
         self._cache = SlotCache(cache_slots)
         self._one_statement_appends = one_statement_appends
+        self._direct_path = direct_path
         self._direct: PgDirect | SqliteDirect | None = None
         self._q: Queries | None = None
         self._ready_lock: asyncio.Lock | None = None
@@ -186,7 +188,9 @@ class SQLAgentStateStore:
             )
         tables = Tables(self._names, flavor_of(self._engine.dialect))
         self._q = Queries(tables, self._backend)
-        if pg_direct.usable(self._engine):
+        if not self._direct_path:
+            pass
+        elif pg_direct.usable(self._engine):
             self._direct = PgDirect(self._engine, tables)
         elif isinstance(self._runner, ThreadRunner):
             self._direct = SqliteDirect(self._runner, tables)

@@ -415,3 +415,26 @@ async def test_direct_and_transaction_paths_write_the_same_rows(store) -> None:
     for row in (new, prev):
         assert isinstance(row.created_at, datetime) and isinstance(row.updated_at, datetime)
         assert row.created_at <= row.updated_at
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_direct_path_off_sends_everything_through_sqlalchemy(dialect, tmp_path) -> None:
+    """direct_path=False: cursor events see every data statement (for instrumentation)."""
+    async with fresh_store(dialect, tmp_path, direct_path=False) as store:
+        seen: list[str] = []
+
+        def on(conn, cursor, statement, parameters, context, executemany) -> None:
+            seen.append(statement.split()[0].upper())
+
+        event.listen(store.data_engine, "before_cursor_execute", on)
+        try:
+            state = AgentState("s", "u")
+            state.context.append(Msg.user("a"))
+            await store.save_if_version("u", "s", state, 0)
+            got = await store.get_versioned("u", "s")
+            got.state.context.append(Msg.user("b"))
+            await store.save_if_version("u", "s", got.state, 1)
+            assert _texts((await store.get_versioned("u", "s")).state) == ["a", "b"]
+        finally:
+            event.remove(store.data_engine, "before_cursor_execute", on)
+        assert seen.count("SELECT") >= 2 and "UPDATE" in seen and "INSERT" in seen, seen

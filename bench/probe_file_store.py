@@ -94,15 +94,19 @@ async def conc(root: Path, sessions: int, calls: int, inflight: int) -> dict[str
                 await one_call(store, f"c{i}", n)
 
     u0, s0 = cpu()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     w0 = time.perf_counter()
     await asyncio.gather(*(session(i) for i in range(sessions)))
     wall = time.perf_counter() - w0
     u1, s1 = cpu()
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     await store.aclose()
     total = sessions * calls
     return {"calls": total, "calls_per_s": round(total / wall, 1),
             "user_ms_per_call": round((u1 - u0) / total * 1000, 3),
-            "sys_ms_per_call": round((s1 - s0) / total * 1000, 3)}  # fmt: skip
+            "sys_ms_per_call": round((s1 - s0) / total * 1000, 3),
+            "ctx_switches_per_call": round((r1.ru_nvcsw + r1.ru_nivcsw - r0.ru_nvcsw
+                                            - r0.ru_nivcsw) / total, 1)}  # fmt: skip
 
 
 async def cold_child(root: Path) -> dict[str, float]:

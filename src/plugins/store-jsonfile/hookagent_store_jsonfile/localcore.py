@@ -38,7 +38,7 @@ from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versione
 
 from . import posixio as io
 from .cache import Cached, HistoryCache
-from .frames import decode_messages, encode_batches, encode_commit
+from .frames import encode_batches, encode_commit
 from .layout import FENCE, HEAD, LOCK, id_parts, is_log_name, log_name, slot_parts
 from .localread import Gone, LocalReads, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
@@ -227,6 +227,7 @@ class LocalCore(LocalReads):
         if fence is not None:
             self._check_fence(sd, fence, where)
         kd = io.walk(sd, kparts, create=False, dur=self.dur)
+        log_fd = -1
         try:
             if self.sweep_after is not None and ck not in self._swept:
                 self._sweep_slot(sd, kd, ck, fresh=bool(new_dirs))
@@ -234,12 +235,8 @@ class LocalCore(LocalReads):
             tip = None
             if head is not None:
                 assert kd is not None
-                try:
-                    tip = self._load(sd, kd, ck, head, where, locked=True, decode=False)
-                except Gone:
-                    raise CorruptState(
-                        f"{where}: the history file named by the head is missing"
-                    ) from None
+                log_fd = self._open_log(kd, head.gen, where)
+                tip = self._load(sd, kd, ck, head, where, locked=True, decode=False, log_fd=log_fd)
             current = 0 if tip is None else tip.version
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
@@ -251,9 +248,9 @@ class LocalCore(LocalReads):
             if append and head is not None and tip is not None:
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
                 if head.tail:
-                    self._append(kd, tip, payloads, head_state, where, ck)
+                    self._append(log_fd, tip, payloads, history[base:], head_state, where, ck)
                 else:  # a format-1 head: this one append still replaces it (as format 2)
-                    self._append_v1(kd, head, payloads, head_state, where, ck)
+                    self._append_v1(kd, log_fd, head, payloads, head_state, where, ck)
             else:
                 try:
                     self._rewrite(kd, current + 1, payloads, head_state, new_dirs)
@@ -264,6 +261,8 @@ class LocalCore(LocalReads):
                 self.cache.drop(*ck)
             return current + 1
         finally:
+            if log_fd >= 0:
+                os.close(log_fd)
             if kd is not None:
                 os.close(kd)
 
@@ -295,54 +294,50 @@ class LocalCore(LocalReads):
         io.replace_file(kd, HEAD, encode_head_file(head), self.dur, "the head")
         self.dur.fsync(kd, "the slot directory (head rename)")
 
-    def _open_log(self, kd: int, gen: str, committed: int, where: str) -> int:
-        """The record file for appending at ``committed``, any uncommitted tail dropped."""
+    def _open_log(self, kd: int, gen: str, where: str) -> int:
         try:
-            fd = os.open(log_name(gen), os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=kd)
+            return os.open(log_name(gen), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=kd)
         except FileNotFoundError:
             raise CorruptState(f"{where}: the history file named by the head is missing") from None
-        try:
-            size = os.fstat(fd).st_size
-            if size < committed:
-                raise CorruptState(
-                    f"{where}: the history file is shorter than its committed length"
-                )
-            if size > committed:
-                os.ftruncate(fd, committed)  # an uncommitted tail left by a killed writer
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+
+    def _trim(self, fd: int, committed: int, where: str) -> None:
+        """Drop an uncommitted tail (a killed writer's) before appending at ``committed``."""
+        size = os.fstat(fd).st_size
+        if size < committed:
+            raise CorruptState(f"{where}: the history file is shorter than its committed length")
+        if size > committed:
+            os.ftruncate(fd, committed)
 
     def _append(
-        self, kd: int, tip: Cached, payloads: list[bytes], head_state: bytes, where: str,
-        ck: tuple[str, str, str],
+        self, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
+        where: str, ck: tuple[str, str, str],
     ) -> None:  # fmt: skip
-        """One write of the commit frame(s) and one fsync: the fsync is the commit point."""
+        """One write of the commit frame(s) and one fsync: the fsync is the commit point.
+
+        The cache then takes the caller's (frozen) messages as they are, like the in-memory
+        reference store keeps them: no decode of what was just encoded.
+        """
         version, count = tip.version + 1, tip.count + len(payloads)
         data = encode_commit(payloads, head_state, version, count)
-        fd = self._open_log(kd, tip.gen, tip.size, where)
+        self._trim(fd, tip.size, where)
         try:
+            io.write_all(fd, data, tip.size)
+            self.dur.fsync(fd, "the history records")
+        except BaseException:
             try:
-                io.write_all(fd, data, tip.size)
-                self.dur.fsync(fd, "the history records")
-            except BaseException:
-                try:
-                    os.ftruncate(fd, tip.size)  # leave the old state byte-identical
-                except OSError:
-                    pass
-                raise
-        finally:
-            os.close(fd)
+                os.ftruncate(fd, tip.size)  # leave the old state byte-identical
+            except OSError:
+                pass
+            raise
         hit = self.cache.get(ck)
         if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
-            msgs = hit.msgs + tuple(decode_messages(payloads, where))
+            msgs = hit.msgs + tuple(new)
             self.cache.put(
                 ck, Cached(tip.gen, count, tip.size + len(data), msgs, version, head_state)
             )
 
     def _append_v1(
-        self, kd: int, head: Head, payloads: list[bytes], head_state: bytes, where: str,
+        self, kd: int, fd: int, head: Head, payloads: list[bytes], head_state: bytes, where: str,
         ck: tuple[str, str, str],
     ) -> None:  # fmt: skip
         """Append to a format-1 slot: batch frames into the base, then a format-2 head."""
@@ -351,7 +346,7 @@ class LocalCore(LocalReads):
             head.version + 1, head.gen, head.count + len(payloads), head.size + len(data),
             head_state, tail=True,
         )  # fmt: skip
-        fd = self._open_log(kd, head.gen, head.size, where)
+        self._trim(fd, head.size, where)
         renamed = False
         try:
             if data:
@@ -366,8 +361,6 @@ class LocalCore(LocalReads):
                 except OSError:
                     pass
             raise
-        finally:
-            os.close(fd)
         self.cache.drop(*ck)
 
     def _head_is(self, kd: int, head: Head) -> bool:

@@ -62,18 +62,21 @@ class LocalReads(LocalTree):
 
     def _load(
         self, sd: int, kd: int, ck: SlotKey, head: Head, where: str, *, locked: bool,
-        decode: bool = True,
+        decode: bool = True, log_fd: int = -1,
     ) -> Cached:  # fmt: skip
         """The newest committed state. ``locked``: the caller holds the exclusive flock.
 
         With ``decode=False`` and nothing cached (a writer that only needs the version, count
         and append point) the messages are not decoded: ``msgs`` is empty and nothing is cached.
+        ``log_fd``: the record file, opened by the caller (who closes it).
         """
         hit = usable(self.cache.get(ck), head)
-        try:
-            fd = os.open(log_name(head.gen), io.READ_FLAGS, dir_fd=kd)
-        except FileNotFoundError:
-            raise Gone from None
+        fd = log_fd
+        if fd < 0:
+            try:
+                fd = os.open(log_name(head.gen), io.READ_FLAGS, dir_fd=kd)
+            except FileNotFoundError:
+                raise Gone from None
         lock = -1
         try:
             known = head.size if hit is None else max(hit.size, head.size)
@@ -93,7 +96,8 @@ class LocalReads(LocalTree):
         finally:
             if lock >= 0:
                 os.close(lock)  # releases the shared flock
-            os.close(fd)
+            if log_fd < 0:
+                os.close(fd)
         if len(data) != end - start:
             raise CorruptState(f"{where}: the history file is shorter than its committed length")
         cut = max(head.size - start, 0)

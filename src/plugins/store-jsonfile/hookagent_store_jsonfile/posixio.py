@@ -95,20 +95,21 @@ def walk(
     root: int, parts: list[str], *, create: bool, dur: Durability, pending: list[int] | None = None
 ) -> int | None:
     """The fd of ``root/parts...`` (caller closes it), or None when a component is absent."""
-    fd = os.dup(root)
+    fd, owned = root, False
     try:
         for name in parts:
             nxt = open_dir(fd, name, create=create, dur=dur, pending=pending)
-            os.close(fd)
-            fd = -1
+            if owned:
+                os.close(fd)
+            fd, owned = root, False
             if nxt is None:
                 return None
-            fd = nxt
+            fd, owned = nxt, True
     except BaseException:
-        if fd >= 0:
+        if owned:
             os.close(fd)
         raise
-    return fd
+    return fd if owned else os.dup(root)
 
 
 def read_file(dir_fd: int, name: str) -> bytes | None:
@@ -118,24 +119,31 @@ def read_file(dir_fd: int, name: str) -> bytes | None:
     except FileNotFoundError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise CorruptState(f"{name!r} in the store tree is not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        # the files read whole (head, fence) are replaced by rename, never written in place
+        return _pread(fd, st.st_size, 0)
     finally:
         os.close(fd)
 
 
-def pread_exact(fd: int, length: int, offset: int) -> bytes:
-    out = bytearray()
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    first = os.pread(fd, length, offset)
+    if len(first) == length or not first:
+        return first
+    out = bytearray(first)
     while len(out) < length:
         chunk = os.pread(fd, length - len(out), offset + len(out))
         if not chunk:
             break
         out += chunk
     return bytes(out)
+
+
+def pread_exact(fd: int, length: int, offset: int) -> bytes:
+    """``length`` bytes at ``offset`` (fewer only at the end of the file)."""
+    return _pread(fd, length, offset)
 
 
 def write_all(fd: int, data: bytes, offset: int | None = None) -> None:

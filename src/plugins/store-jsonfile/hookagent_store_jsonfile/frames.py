@@ -5,8 +5,9 @@ crc32(body) | version (8 bytes) | count | crc32(the 28 bytes before)``, all big-
 body is the frame's parts joined by ``\\n`` (the kernel codec's JSON never holds a raw
 newline), zlib-compressed when that is smaller (``body_len < raw_len`` tells). A frame with
 ``version == 0`` is a *batch*: ``count`` messages. A frame with ``version > 0`` is a *commit*:
-its first part is the state head (``encode_head``), the other parts are messages, and
-``count`` is the slot's message total after it.
+its first part is the state head (``encode_head``), or empty when the state head is the same
+as at the commit before; the other parts are messages; ``count`` is the slot's message total
+after it.
 
 Frames from a head's committed ``size`` on are the commits made after that head was written
 (format-2 heads only). A writer appends all of a save's frames in one write at the end of the
@@ -22,7 +23,6 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-import attrs
 from hookagent.codec import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, decode_msgs
 from hookagent.errors import CorruptState, InvalidState, UnsupportedSchemaVersion
 from hookagent.messages import Msg
@@ -30,7 +30,8 @@ from hookagent.messages import Msg
 FRAME_MAGIC = b"HAJF"
 _FIXED = struct.Struct(">4sIIIQI")
 _CRC = struct.Struct(">I")
-FRAME_HEADER = _FIXED.size + _CRC.size
+_HEADER = struct.Struct(">4sIIIQII")
+FRAME_HEADER = _HEADER.size
 BATCH_TARGET = 1 << 20
 """A save's messages go into frames of about this many raw bytes (bounds a frame's inflate)."""
 FRAME_RAW_MAX = MAX_STATE_BYTES + BATCH_TARGET + MAX_MESSAGE_BYTES + 64
@@ -71,46 +72,46 @@ def encode_batches(messages: Sequence[bytes]) -> bytes:
     return b"".join(encode_frame(b, 0, len(b)) for b in batches(messages))
 
 
-def encode_commit(messages: Sequence[bytes], state: bytes, version: int, count: int) -> bytes:
-    """A save's frames: batches for all but the last group, then the commit frame."""
+def encode_commit(
+    messages: Sequence[bytes], state: bytes, version: int, count: int, previous: bytes = b""
+) -> bytes:
+    """A save's frames: batches for all but the last group, then the commit frame.
+
+    The commit's state part is empty when the state head is ``previous`` (unchanged).
+    """
     groups = batches(messages) or [[]]
     head = b"".join(encode_frame(b, 0, len(b)) for b in groups[:-1])
-    return head + encode_frame([state, *groups[-1]], version, count)
+    return head + encode_frame([b"" if state == previous else state, *groups[-1]], version, count)
 
 
-@attrs.frozen
-class Frame:
-    end: int
-    version: int
-    count: int
-    parts: list[bytes]
+Frame = tuple[int, int, int, list[bytes]]
+"""``(end, version, count, parts)`` of one frame; a commit's ``parts[0]`` is its state part."""
 
 
 def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
     """The frame at ``pos``, or None when the buffer ends inside it (a torn write)."""
     left = len(buf) - pos
     if left < FRAME_HEADER:
-        if bytes(buf[pos : pos + min(left, 4)]) != FRAME_MAGIC[: min(left, 4)]:
+        if buf[pos : pos + min(left, 4)] != FRAME_MAGIC[: min(left, 4)]:
             raise CorruptState(f"{where}: garbage at byte {pos} of the history file")
         return None
-    fixed = bytes(buf[pos : pos + _FIXED.size])
-    magic, body_len, raw_len, body_crc, version, count = _FIXED.unpack(fixed)
-    if magic != FRAME_MAGIC or _CRC.unpack_from(buf, pos + _FIXED.size)[0] != zlib.crc32(fixed):
+    magic, body_len, raw_len, body_crc, version, count, crc = _HEADER.unpack_from(buf, pos)
+    if magic != FRAME_MAGIC or crc != zlib.crc32(buf[pos : pos + _FIXED.size]):
         raise CorruptState(f"{where}: damaged frame header at byte {pos} of the history file")
     if raw_len > FRAME_RAW_MAX or body_len > raw_len:
         raise CorruptState(f"{where}: frame at byte {pos} has bad lengths")
     start = pos + FRAME_HEADER
-    if body_len > len(buf) - start:
+    end = start + body_len
+    if end > len(buf):
         return None
-    body = buf[start : start + body_len]
+    body = buf[start:end]
     if zlib.crc32(body) != body_crc:
         raise CorruptState(f"{where}: checksum mismatch in the frame at byte {pos}")
     raw = bytes(body) if body_len == raw_len else _inflate(body, raw_len, pos, where)
     parts = raw.split(b"\n")
-    n = len(parts) - 1 if version else len(parts)
-    if (not version and n != count) or not all(parts):
+    if (len(parts) != count or b"" in parts) if not version else b"" in parts[1:]:
         raise CorruptState(f"{where}: frame at byte {pos} does not hold what it says")
-    return Frame(start + body_len, version, count, parts)
+    return end, version, count, parts
 
 
 def _inflate(body: memoryview, raw_len: int, pos: int, where: str) -> bytes:

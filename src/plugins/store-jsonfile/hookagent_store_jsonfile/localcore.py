@@ -318,7 +318,7 @@ class LocalCore(LocalReads):
         reference store keeps them: no decode of what was just encoded.
         """
         version, count = tip.version + 1, tip.count + len(payloads)
-        data = encode_commit(payloads, head_state, version, count)
+        data = encode_commit(payloads, head_state, version, count, tip.state)
         self._trim(fd, tip.size, where)
         try:
             io.write_all(fd, data, tip.size)

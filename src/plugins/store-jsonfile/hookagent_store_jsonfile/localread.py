@@ -107,8 +107,8 @@ class LocalReads(LocalTree):
         else:
             base = []
             version, count, state = hit.version, hit.count, hit.state
-        tail = scan_tail(data[cut:], start + cut, version, count, where)
-        state = state if tail.state is None else tail.state
+        tail = scan_tail(data[cut:], start + cut, version, count, state, where)
+        state = tail.state
         if not decode and hit is None:
             return Cached(head.gen, tail.count, tail.end, (), tail.version, state)
         msgs = (() if hit is None else hit.msgs) + tuple(

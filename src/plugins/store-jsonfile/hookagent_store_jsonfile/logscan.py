@@ -28,10 +28,10 @@ def scan_base(buf: bytes, count: int, where: str) -> list[bytes]:
     while pos < end:
         if view[pos : pos + 4] == FRAME_MAGIC:
             frame = read_frame(view, pos, where)
-            if frame is None or frame.version:
+            if frame is None or frame[1]:
                 raise CorruptState(f"{where}: bad frame at byte {pos} of the committed history")
-            out += frame.parts
-            pos = frame.end
+            out += frame[3]
+            pos = frame[0]
             continue
         if end - pos < RECORD.size:
             raise CorruptState(f"{where}: truncated record header at byte {pos}")
@@ -58,31 +58,32 @@ class Tail:
     """Offset just after the last complete commit (the writer's append point)."""
     version: int
     count: int
-    state: bytes | None
-    """The newest commit's state head; None when no commit followed."""
+    state: bytes
+    """The newest commit's state head."""
 
 
-def scan_tail(buf: bytes, offset: int, version: int, count: int, where: str) -> Tail:
-    """Commit frames in ``buf`` (which starts at file ``offset``), after ``version``/``count``."""
+def scan_tail(buf: bytes, offset: int, version: int, count: int, state: bytes, where: str) -> Tail:
+    """Commit frames in ``buf`` (which starts at file ``offset``) after the commit
+    ``version``/``count``/``state``."""
     view = memoryview(buf)
     payloads: list[bytes] = []
     pending: list[bytes] = []
-    state: bytes | None = None
     pos = committed = 0
     while pos < len(view):
         frame = read_frame(view, pos, where)
         if frame is None:
             break  # a torn last frame: a killed writer's uncommitted leftover
-        if not frame.version:
-            pending += frame.parts
+        end, fversion, fcount, parts = frame
+        if not fversion:
+            pending += parts
         else:
-            new = frame.parts[1:]
-            if frame.version != version + 1 or frame.count != count + len(pending) + len(new):
+            if fversion != version + 1 or fcount != count + len(pending) + len(parts) - 1:
                 raise CorruptState(f"{where}: commit at byte {offset + pos} does not follow")
             payloads += pending
-            payloads += new
+            payloads += parts[1:]
             pending = []
-            version, count, state = frame.version, frame.count, frame.parts[0]
-            committed = frame.end
-        pos = frame.end
+            version, count = fversion, fcount
+            state = parts[0] or state  # empty: the state head did not change
+            committed = end
+        pos = end
     return Tail(payloads, offset + committed, version, count, state)

@@ -319,3 +319,31 @@ def test_compressed_records_round_trip_and_refuse_bombs() -> None:
         decode_payloads([pack(long_msg) + b"junk"], "t")
     with pytest.raises(CorruptState, match="inflate"):
         decode_payloads([b"\x78\x9c garbage"], "t")
+
+
+async def test_an_unchanged_state_head_is_not_stored_again(tmp_path: Path) -> None:
+    from hookagent_store_jsonfile.frames import read_frame
+
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 2)
+    size = the_log(tmp_path).stat().st_size
+    await grow(store, 1, "same")  # the state head did not change
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None
+    got.state.summary = "changed"
+    got.state.context.append(Msg.user("x"))
+    await store.save_if_version("u", "s", got.state, got.version)
+    await grow(store, 1, "again")  # unchanged again: still "changed"
+    data = memoryview(the_log(tmp_path).read_bytes())
+    states = []
+    pos = size
+    while pos < len(data):
+        frame = read_frame(data, pos, "t")
+        assert frame is not None
+        states.append(frame[3][0])
+        pos = frame[0]
+    assert states[0] == b"" and b'"changed"' in states[1] and states[2] == b""
+    for reader in (store, LocalJsonFileStore(tmp_path)):
+        got = await reader.get_versioned("u", "s")
+        assert got.version == 4 and got.state is not None and got.state.summary == "changed"
+        assert [m.text for m in got.state.context] == ["m0", "m1", "same0", "x", "again0"]

@@ -94,5 +94,9 @@ class ThreadRunner:
         """``fn(*args)`` in the file's thread (the direct path's operations)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
+    def submit(self, fn: Callable[[], Any]) -> None:
+        """Queue ``fn()`` in the file's thread without waiting (it reports by itself)."""
+        self._executor.submit(fn)
+
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.dispose)

@@ -6,8 +6,8 @@ about as much client CPU as SQLite itself (statement caching, parameter processi
 rows, the ``Connection`` and transaction objects). Here a write is ``BEGIN IMMEDIATE``, the
 compare-and-set ``UPDATE`` (rowcount checked) or the create's ``INSERT ... ON CONFLICT DO
 NOTHING``, one ``executemany`` of the new rows, ``COMMIT``: the same statements as the
-transaction path, in one transaction, with the same writer lock (the thread) and the same
-busy rules (errors are wrapped as SQLAlchemy errors, so ``database is locked`` is retried by
+transaction path, in one transaction (shared with the saves queued meanwhile: group commit,
+``sqlite_batch``), with the same writer lock (the thread) and the same busy rules (errors are wrapped as SQLAlchemy errors, so ``database is locked`` is retried by
 the store as before). The tables are the ones SQLAlchemy created; timestamps are written in
 SQLAlchemy's SQLite format.
 """
@@ -19,13 +19,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from hookagent.errors import StoreUnavailable
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from .runner import ThreadRunner
 from .save import Row
 from .schema import Tables
+from .sqlite_batch import GroupCommit
 
 T = TypeVar("T")
 
@@ -55,6 +55,7 @@ class SqliteDirect:
     def __init__(self, runner: ThreadRunner, tables: Tables) -> None:
         self._runner = runner
         self._engine: Engine = runner.engine
+        self._batch = GroupCommit(runner, self._engine, wrap)
         prep = self._engine.dialect.identifier_preparer
         slots, messages = prep.format_table(tables.slots), prep.format_table(tables.messages)
         # only the table names are formatted in: from the validated configuration, quoted
@@ -94,28 +95,6 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
         finally:
             fairy.close()
 
-    def _write(self, conn: sqlite3.Connection, body: Callable[[], bool]) -> bool:
-        """``body`` inside ``BEGIN IMMEDIATE`` .. ``COMMIT``; False (rolled back) if it says so."""
-        try:
-            conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not half-way
-            if not body():
-                conn.rollback()
-                return False
-        except BaseException as exc:
-            conn.rollback()
-            err = wrap(exc, "save")
-            if err is exc:
-                raise
-            raise err from exc
-        try:
-            conn.commit()
-        except sqlite3.Error as exc:
-            conn.rollback()
-            raise StoreUnavailable(
-                f"save: COMMIT failed: {exc} (the write may or may not have been applied)"
-            ) from exc
-        return True
-
     # ------------------------------------------------------------------ statements
 
     async def load(self, user_id: str, h: str, start: int) -> list[Any]:
@@ -151,7 +130,7 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
                 conn.executemany(self.insert_sql, values)
             return True
 
-        return await self._call(lambda conn: self._write(conn, lambda: body(conn)))
+        return await self._batch.write(body)
 
     async def create(
         self,
@@ -176,7 +155,7 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
                 conn.executemany(self.insert_sql, values)
             return True
 
-        return await self._call(lambda conn: self._write(conn, lambda: body(conn)))
+        return await self._batch.write(body)
 
     async def probe(self, user_id: str, h: str, seq: int) -> Any:
         """(version, generation, count, body at seq) of the slot, or None if it is absent."""

@@ -1,0 +1,120 @@
+"""Group commit for SQLite's direct saves: the saves waiting for the file's thread are
+written in one transaction, so they share one ``COMMIT`` (one WAL fsync under
+``synchronous=FULL``) and one hop into the thread.
+
+Why: SQLite has one writer per file, so the commits of concurrent sessions (W2: 50 in flight)
+queue behind each other's fsync; the thread, not the CPU, was the limit. Nothing about a
+single save changes: each one still runs its own compare-and-set ``UPDATE`` (rowcount
+checked) or create inside a ``SAVEPOINT``; one that does not apply (or fails) is rolled back
+to its savepoint alone and reported as before; the others commit. Every save is acknowledged
+only after the ``COMMIT`` that holds it returned. A failed ``COMMIT`` makes every save that
+was in it "outcome unknown" (``StoreUnavailable``), a failed ``BEGIN IMMEDIATE`` (busy) fails
+them all before anything was written, and the store retries those through its transaction
+path. Saves that arrive while a batch runs form the next one; a save alone pays nothing more
+than before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from hookagent.errors import StoreUnavailable
+from sqlalchemy.engine import Engine
+
+from .runner import ThreadRunner
+
+Work = Callable[[sqlite3.Connection], bool]
+"""One save's statements: True if it applied, False if its compare-and-set matched nothing."""
+
+_SAVEPOINT = "hookagent_save"
+
+
+class GroupCommit:
+    def __init__(self, runner: ThreadRunner, engine: Engine, wrap: Callable[..., Any]) -> None:
+        self._runner, self._engine, self._wrap = runner, engine, wrap
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Work, asyncio.Future[bool], asyncio.AbstractEventLoop]] = []
+        self._scheduled = False
+
+    async def write(self, work: Work) -> bool:
+        """Run ``work`` in the next batch; its outcome (or its error) once that committed."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        with self._lock:
+            self._pending.append((work, future, loop))
+            start, self._scheduled = not self._scheduled, True
+        if start:
+            self._runner.submit(self._flush)
+        return await future
+
+    # ------------------------------------------------------------------ in the file's thread
+
+    def _flush(self) -> None:
+        with self._lock:
+            batch, self._pending, self._scheduled = self._pending, [], False
+        outcomes: list[Any]
+        try:
+            fairy = self._engine.raw_connection()
+            try:
+                outcomes = self._run(fairy.driver_connection, [w for w, _, _ in batch])
+            finally:
+                fairy.close()
+        except BaseException as exc:  # e.g. the connection could not be made
+            outcomes = [self._wrap(exc, "save") for _ in batch]
+        for (_, future, loop), outcome in zip(batch, outcomes, strict=True):
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome)
+            except RuntimeError:  # that event loop is closed: nobody waits any more
+                pass
+
+    def _run(self, conn: sqlite3.Connection, works: list[Work]) -> list[Any]:
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not half-way
+        except sqlite3.Error as exc:
+            return [self._wrap(exc, "save") for _ in works]
+        alone = len(works) == 1
+        outcomes: list[Any] = []
+        for work in works:
+            if not alone:
+                conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+            try:
+                applied = work(conn)
+            except Exception as exc:
+                applied, error = False, exc
+            else:
+                error = None
+            if not alone:
+                if not applied:
+                    conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
+                conn.execute(f"RELEASE {_SAVEPOINT}")
+            outcomes.append(self._wrap(error, "save") if error is not None else applied)
+        if not any(o is True for o in outcomes):
+            conn.rollback()
+            return outcomes
+        try:
+            conn.commit()
+        except sqlite3.Error as exc:
+            conn.rollback()
+            return [_unknown(exc) if o is True else o for o in outcomes]
+        return outcomes
+
+
+def _unknown(cause: BaseException) -> StoreUnavailable:
+    err = StoreUnavailable(
+        f"save: COMMIT failed: {cause} (the write may or may not have been applied)"
+    )
+    err.__cause__ = cause
+    return err
+
+
+def _settle(future: asyncio.Future[bool], outcome: Any) -> None:
+    if future.done():  # the caller was cancelled meanwhile
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)

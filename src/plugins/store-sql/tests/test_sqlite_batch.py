@@ -1,0 +1,151 @@
+"""SQLite group commit: saves queued for the file's thread share one transaction, and each
+keeps its own compare-and-set, errors and outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from hookagent.errors import StoreUnavailable, VersionConflict
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent_store_sql import SQLAgentStateStore
+from hookagent_store_sql.sqlite_batch import GroupCommit
+from hookagent_store_sql.sqlite_direct import wrap
+from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
+from sqlenv import fresh_store
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _hold_thread(store: SQLAgentStateStore) -> threading.Event:
+    """Occupy the file's thread until the returned event is set, so saves queue up."""
+    gate = threading.Event()
+    store._runner.submit(lambda: gate.wait(10))
+    return gate
+
+
+async def _release_soon(gate: threading.Event) -> None:
+    await asyncio.sleep(0.2)
+    gate.set()
+
+
+async def test_queued_saves_share_commits_and_all_land(tmp_path: Path) -> None:
+    async with fresh_store("sqlite", tmp_path) as store:
+        states = {}
+        for i in range(30):
+            state = AgentState(f"s{i}", "u")
+            state.context.append(Msg.user(f"first {i}"))
+            await store.save_if_version("u", f"s{i}", state, 0)
+            states[i] = (await store.get_versioned("u", f"s{i}")).state
+        commits: list[str] = []
+
+        def trace(dbapi_conn, record, proxy) -> None:
+            dbapi_conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else 0)
+
+        event.listen(store.data_engine, "checkout", trace)
+        try:
+            gate = _hold_thread(store)
+            for i, state in states.items():
+                state.context.append(Msg.assistant(f"second {i}"))
+            saves = [store.save_if_version("u", f"s{i}", st, 1) for i, st in states.items()]
+            results = await asyncio.gather(*saves, _release_soon(gate))
+        finally:
+            event.remove(store.data_engine, "checkout", trace)
+        assert results[:-1] == [2] * 30
+        assert 1 <= len(commits) < 30  # batched: fewer commits than saves
+        fresh = SQLAgentStateStore(str(store.engine.url), table_prefix=store.tables.names.prefix)
+        try:
+            for i in range(30):
+                got = await fresh.get_versioned("u", f"s{i}")
+                assert got.version == 2
+                assert [m.text for m in got.state.context] == [f"first {i}", f"second {i}"]
+        finally:
+            await fresh.aclose()
+
+
+async def test_two_saves_of_one_slot_in_one_batch_one_wins(tmp_path: Path) -> None:
+    async with fresh_store("sqlite", tmp_path) as store:
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        a = (await store.get_versioned("u", "s")).state
+        b = (await store.get_versioned("u", "s")).state
+        a.context.append(Msg.user("from a"))
+        b.context.append(Msg.user("from b"))
+        gate = _hold_thread(store)
+        got = await asyncio.gather(
+            store.save_if_version("u", "s", a, 1),
+            store.save_if_version("u", "s", b, 1),
+            _release_soon(gate),
+            return_exceptions=True,
+        )
+        assert got[0] == 2 and isinstance(got[1], VersionConflict), got
+        final = await store.get_versioned("u", "s")
+        assert final.version == 2 and [m.text for m in final.state.context] == ["from a"]
+
+
+async def test_a_failing_save_is_rolled_back_alone(tmp_path: Path) -> None:
+    async with fresh_store("sqlite", tmp_path) as store:
+        for sid in ("x", "y"):
+            await store.save_if_version("u", sid, AgentState(sid, "u"), 0)
+        x = (await store.get_versioned("u", "x")).state
+        y = (await store.get_versioned("u", "y")).state
+        x.context.append(Msg.user("x1"))
+        y.context.append(Msg.user("y1"))
+        batch = store._direct._batch
+        table = store.tables.names.messages
+
+        def bad(conn: sqlite3.Connection) -> bool:
+            conn.execute(f"DELETE FROM {table}")  # then fails: must be undone
+            raise sqlite3.OperationalError("disk I/O error")
+
+        gate = _hold_thread(store)
+        got = await asyncio.gather(
+            store.save_if_version("u", "x", x, 1),
+            batch.write(bad),
+            store.save_if_version("u", "y", y, 1),
+            _release_soon(gate),
+            return_exceptions=True,
+        )
+        assert got[0] == 2 and got[2] == 2
+        assert isinstance(got[1], OperationalError)
+        for sid, text in (("x", "x1"), ("y", "y1")):
+            final = await store.get_versioned("u", sid)
+            assert [m.text for m in final.state.context] == [text]
+
+
+class _FailingCommit(sqlite3.Connection):
+    def commit(self) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+
+def test_a_failed_commit_makes_every_applied_save_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    setup = sqlite3.connect(path)
+    setup.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER)")
+    setup.execute("INSERT INTO t VALUES (1, 0)")
+    setup.commit()
+    setup.close()
+    conn = sqlite3.connect(path, factory=_FailingCommit)
+    batch = GroupCommit(None, None, wrap)  # type: ignore[arg-type]
+
+    def applies(c: sqlite3.Connection) -> bool:
+        return c.execute("UPDATE t SET v = v + 1 WHERE k = 1").rowcount == 1
+
+    def conflicts(c: sqlite3.Connection) -> bool:
+        return c.execute("UPDATE t SET v = 9 WHERE k = 2").rowcount == 1
+
+    out = batch._run(conn, [applies, conflicts, applies])
+    assert isinstance(out[0], StoreUnavailable) and "may or may not" in str(out[0])
+    assert out[1] is False and isinstance(out[2], StoreUnavailable)
+    assert out[0] is not out[2] and out[0].__cause__ is not None
+    conn.close()
+    assert sqlite3.connect(path).execute("SELECT v FROM t").fetchone() == (0,)  # rolled back

@@ -1,0 +1,63 @@
+"""The async face's worker threads: a cancelled caller still waits for its save to finish
+(the save commits or fails as a whole), on asyncio's pool and on anyio's threads."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hookagent.state import AgentState
+from hookagent_store_jsonfile import LocalJsonFileStore
+from hookagent_store_jsonfile.localcore import LocalCore
+
+BACKENDS = ["asyncio"]
+try:
+    import trio  # noqa: F401
+
+    BACKENDS.append("trio")
+except ImportError:
+    pass
+
+
+@pytest.fixture(params=BACKENDS)
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_save_finishes_before_the_caller_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalJsonFileStore(tmp_path)
+    entered, release = threading.Event(), threading.Event()
+    finished: list[int] = []
+    real = LocalCore.save
+
+    def slow_save(self: LocalCore, *args: Any) -> int:
+        entered.set()
+        release.wait(30)
+        version = real(self, *args)
+        finished.append(version)
+        return version
+
+    monkeypatch.setattr(LocalCore, "save", slow_save)
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_when_in_thread() -> None:
+                await anyio.to_thread.run_sync(entered.wait, 30)
+                scope.cancel()
+                threading.Timer(0.05, release.set).start()
+
+            tg.start_soon(cancel_when_in_thread)
+            try:
+                await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+            finally:
+                seen = list(finished)
+    assert scope.cancel_called
+    assert seen == [1]  # control came back to the cancelled caller only after the save
+    monkeypatch.undo()
+    assert (await store.get_versioned("u", "s")).version == 1

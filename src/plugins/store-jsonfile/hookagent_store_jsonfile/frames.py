@@ -1,9 +1,10 @@
 """Record-file format 2: frames, so that an append is one write and one fsync.
 
-A frame is ``header | body``. The 32-byte header is ``b"HAJF" | body_len | raw_len |
+A frame is ``header | body``. The 32-byte header is ``b"HAJD" | body_len | raw_len |
 crc32(body) | version (8 bytes) | count | crc32(the 28 bytes before)``, all big-endian. The
 body is the frame's parts joined by ``\\n`` (the kernel codec's JSON never holds a raw
-newline), zlib-compressed when that is smaller (``body_len < raw_len`` tells). A frame with
+newline), compressed (raw deflate) when that is smaller (``body_len < raw_len`` tells; frames
+with the magic ``HAJF`` hold zlib streams instead). A frame with
 ``version == 0`` is a *batch*: ``count`` messages. A frame with ``version > 0`` is a *commit*:
 its first part is the state head (``encode_head``), or empty when the state head is the same
 as at the commit before; the other parts are messages; ``count`` is the slot's message total
@@ -27,7 +28,12 @@ from hookagent.codec import MAX_MESSAGE_BYTES, MAX_STATE_BYTES, decode_msgs
 from hookagent.errors import CorruptState, InvalidState, UnsupportedSchemaVersion
 from hookagent.messages import Msg
 
-FRAME_MAGIC = b"HAJF"
+FRAME_MAGIC = b"HAJD"
+"""Bodies compressed as raw deflate (no zlib header or adler32: a quarter less to inflate)."""
+ZLIB_MAGIC = b"HAJF"
+"""Bodies compressed as zlib streams (the first format-2 writers, 2026-11-30 07:30-08:00)."""
+FRAME_MAGICS = (FRAME_MAGIC, ZLIB_MAGIC)
+_RAW_DEFLATE = -15
 _FIXED = struct.Struct(">4sIIIQI")
 _CRC = struct.Struct(">I")
 _HEADER = struct.Struct(">4sIIIQII")
@@ -44,7 +50,8 @@ def encode_frame(parts: Sequence[bytes], version: int, count: int) -> bytes:
     raw = b"\n".join(parts)
     body = raw
     if len(raw) >= _COMPRESS_MIN:
-        packed = zlib.compress(raw, 6)
+        deflater = zlib.compressobj(6, zlib.DEFLATED, _RAW_DEFLATE)
+        packed = deflater.compress(raw) + deflater.flush()
         if len(packed) < len(raw):
             body = packed
     fixed = _FIXED.pack(FRAME_MAGIC, len(body), len(raw), zlib.crc32(body), version, count)
@@ -92,11 +99,12 @@ def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
     """The frame at ``pos``, or None when the buffer ends inside it (a torn write)."""
     left = len(buf) - pos
     if left < FRAME_HEADER:
-        if buf[pos : pos + min(left, 4)] != FRAME_MAGIC[: min(left, 4)]:
+        start = bytes(buf[pos : pos + min(left, 4)])
+        if not any(magic.startswith(start) for magic in FRAME_MAGICS):
             raise CorruptState(f"{where}: garbage at byte {pos} of the history file")
         return None
     magic, body_len, raw_len, body_crc, version, count, crc = _HEADER.unpack_from(buf, pos)
-    if magic != FRAME_MAGIC or crc != zlib.crc32(buf[pos : pos + _FIXED.size]):
+    if magic not in FRAME_MAGICS or crc != zlib.crc32(buf[pos : pos + _FIXED.size]):
         raise CorruptState(f"{where}: damaged frame header at byte {pos} of the history file")
     if raw_len > FRAME_RAW_MAX or body_len > raw_len:
         raise CorruptState(f"{where}: frame at byte {pos} has bad lengths")
@@ -107,15 +115,18 @@ def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
     body = buf[start:end]
     if zlib.crc32(body) != body_crc:
         raise CorruptState(f"{where}: checksum mismatch in the frame at byte {pos}")
-    raw = bytes(body) if body_len == raw_len else _inflate(body, raw_len, pos, where)
+    if body_len == raw_len:
+        raw = bytes(body)
+    else:
+        raw = _inflate(body, raw_len, _RAW_DEFLATE if magic == FRAME_MAGIC else 15, pos, where)
     parts = raw.split(b"\n")
     if (len(parts) != count or b"" in parts) if not version else b"" in parts[1:]:
         raise CorruptState(f"{where}: frame at byte {pos} does not hold what it says")
     return end, version, count, parts
 
 
-def _inflate(body: memoryview, raw_len: int, pos: int, where: str) -> bytes:
-    inflater = zlib.decompressobj()
+def _inflate(body: memoryview, raw_len: int, wbits: int, pos: int, where: str) -> bytes:
+    inflater = zlib.decompressobj(wbits)
     try:
         out = inflater.decompress(body, raw_len + 1)  # bounded: no decompression bomb
     except zlib.error as exc:

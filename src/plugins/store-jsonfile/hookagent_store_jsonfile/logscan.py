@@ -16,7 +16,7 @@ import attrs
 from hookagent.codec import MAX_MESSAGE_BYTES
 from hookagent.errors import CorruptState
 
-from .frames import FRAME_MAGIC, read_frame
+from .frames import FRAME_MAGICS, read_frame
 from .records import RECORD, unpack
 
 
@@ -26,7 +26,7 @@ def scan_base(buf: bytes, count: int, where: str) -> list[bytes]:
     out: list[bytes] = []
     pos, end = 0, len(view)
     while pos < end:
-        if view[pos : pos + 4] == FRAME_MAGIC:
+        if view[pos : pos + 4] in FRAME_MAGICS:
             frame = read_frame(view, pos, where)
             if frame is None or frame[1]:
                 raise CorruptState(f"{where}: bad frame at byte {pos} of the committed history")

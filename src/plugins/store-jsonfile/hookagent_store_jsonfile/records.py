@@ -1,14 +1,15 @@
-"""On-disk formats: checksummed history records and the head file. Fail closed on any doubt.
+"""On-disk formats: format-1 history records and the head file. Fail closed on any doubt.
 
-History record: ``len (4 bytes, big-endian) | crc32(payload) (4 bytes) | payload`` where the
-payload is one message encoded by ``hookagent.codec.encode_msg``.
-
-Messages of 96 bytes or more are stored zlib-compressed when that is smaller (``pack``); a
-record's payload is told apart by its first byte (``{`` for JSON, 0x78 for zlib).
+Format-1 history record (written before format 2, still read; ``frame`` also serves the fsspec
+stores' segments): ``len (4 bytes, big-endian) | crc32(payload) (4 bytes) | payload`` where
+the payload is one message encoded by ``hookagent.codec.encode_msg``, zlib-compressed when it
+is 96 bytes or more and that makes it smaller (``pack``; the first byte tells: ``{`` for JSON,
+0x78 for zlib). Local-disk format 2 writes frames instead (``frames``).
 
 Head file: ``MAGIC | meta_len | state_len | crc32(meta + state) | meta | state`` where ``meta``
 is a small JSON object (version, history generation, committed record count and byte length)
-and ``state`` is ``encode_head(state)`` (every section but the history). The head is always
+and ``state`` is ``encode_head(state)`` (every section but the history). ``MAGIC2`` marks a
+format-2 head, after whose committed bytes commit frames may follow. The head is always
 replaced whole (atomic rename), so a bad checksum or length is corruption, never a torn write.
 """
 

@@ -347,3 +347,46 @@ async def test_an_unchanged_state_head_is_not_stored_again(tmp_path: Path) -> No
         got = await reader.get_versioned("u", "s")
         assert got.version == 4 and got.state is not None and got.state.summary == "changed"
         assert [m.text for m in got.state.context] == ["m0", "m1", "same0", "x", "again0"]
+
+
+async def test_zlib_frames_of_the_first_format2_writers_are_read(tmp_path: Path) -> None:
+    """Frames written between 285d4ad and d6d85a1 held zlib streams (magic ``HAJF``)."""
+    import struct
+
+    from hookagent_store_jsonfile.frames import ZLIB_MAGIC
+
+    def zlib_frame(parts: list[bytes], version: int, count: int) -> bytes:
+        raw = b"\n".join(parts)
+        body = zlib.compress(raw, 6)
+        fixed = struct.pack(
+            ">4sIIIQI", ZLIB_MAGIC, len(body), len(raw), zlib.crc32(body), version, count
+        )
+        return fixed + struct.pack(">I", zlib.crc32(fixed)) + body
+
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 2)
+    msgs = [encode_msg(Msg.user(f"zlib {i} " * 20)) for i in range(3)]
+    with open(the_log(tmp_path), "ab") as fh:
+        fh.write(zlib_frame([encode_head(AgentState("s", "u", "zsum")), *msgs], 2, 5))
+    got = await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    assert got.version == 2 and got.state is not None and got.state.summary == "zsum"
+    assert [m.text for m in got.state.context][2:] == [f"zlib {i} " * 20 for i in range(3)]
+    await grow(LocalJsonFileStore(tmp_path), 1, "after")  # and appends follow in raw deflate
+    assert (await texts(LocalJsonFileStore(tmp_path)))[-1] == "after0"
+
+
+def test_a_frame_inflates_only_to_its_declared_length() -> None:
+    import struct
+
+    from hookagent_store_jsonfile.frames import FRAME_MAGIC, FRAME_RAW_MAX, read_frame
+
+    def frame_of(body: bytes, raw_len: int) -> memoryview:
+        fixed = struct.pack(">4sIIIQI", FRAME_MAGIC, len(body), raw_len, zlib.crc32(body), 0, 1)
+        return memoryview(fixed + struct.pack(">I", zlib.crc32(fixed)) + body)
+
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    bomb = deflater.compress(b"{" + b" " * (50 << 20)) + deflater.flush()  # 50 MiB of spaces
+    with pytest.raises(CorruptState, match="wrong length"):
+        read_frame(frame_of(bomb, 1000 + len(bomb)), 0, "t")
+    with pytest.raises(CorruptState, match="bad lengths"):
+        read_frame(frame_of(bomb, FRAME_RAW_MAX + 1), 0, "t")

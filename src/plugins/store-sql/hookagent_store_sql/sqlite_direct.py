@@ -14,14 +14,17 @@ SQLAlchemy's SQLite format.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from hookagent.messages import Msg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
+from . import sqlite_cold
 from .runner import ThreadRunner
 from .save import Row
 from .schema import Tables
@@ -77,6 +80,7 @@ ON CONFLICT (user_id, slot_hash) DO NOTHING"""  # noqa: S608
         self.insert_sql = f"""
 INSERT INTO {messages} (user_id, slot_hash, seq, session_id, state_key, role, msg_id, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""  # noqa: S608
+        self._cold_sql = (sqlite_cold.head_sql(slots), sqlite_cold.chunk_sql(messages))
         self.probe_sql = f"""
 SELECT version, generation, message_count,
     (SELECT body FROM {messages} WHERE user_id = s.user_id AND slot_hash = s.slot_hash
@@ -108,6 +112,29 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
                 raise wrap(exc, "load") from exc
 
         return await self._call(run)
+
+    async def load_cold(self, user_id: str, h: str) -> tuple[Any, tuple[Msg, ...]] | None:
+        """The whole slot, read in the thread while the event loop decodes it (see
+        ``sqlite_cold``): ((version, generation, count, head), messages), or None if absent.
+        Raises ``sqlite_cold.Mismatch`` when the ordinary row read must decide."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        def emit(item: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def run(conn: sqlite3.Connection) -> None:
+            try:
+                sqlite_cold.read_in_thread(conn, self._cold_sql, user_id, h, emit)
+            except sqlite3.Error as exc:
+                raise wrap(exc, "load") from exc
+
+        done = asyncio.ensure_future(self._call(run))
+        try:
+            return await sqlite_cold.decode_stream(queue, done)
+        finally:
+            if not done.done():  # we stopped early (a bad chunk, a cancel): let it finish
+                done.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def append(
         self,

@@ -36,7 +36,7 @@ from hookagent.store.ids import check_expected_version, check_id, check_page_lim
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import pg_direct
+from . import pg_direct, sqlite_cold
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
@@ -277,7 +277,17 @@ class SQLAgentStateStore:
         check_slot(user_id, session_id, key)
         slot = (user_id, session_id, key)
         h = slot_hash(session_id, key)
+        await self._ready()
         cached = self._cache.get(slot)
+        if cached is None and isinstance(self._direct, SqliteDirect):
+            got = await self._load_cold(self._direct, user_id, h)
+            if got is not None:
+                if got[0] is None:
+                    self._cache.drop(slot)
+                    return Versioned(None, 0)
+                (version, generation, _, head), messages = got
+                self._cache.put(slot, CachedSlot(version, generation, messages))
+                return Versioned(decode_head(head, messages), version)
         for _ in range(2):
             start = len(cached.messages) if cached is not None else 0
             rows = await self._read_rows(user_id, h, start)
@@ -296,6 +306,15 @@ class SQLAgentStateStore:
             self._cache.put(slot, CachedSlot(version, generation, messages))
             return Versioned(decode_head(head, messages), version)
         raise CorruptState(f"slot {slot!r} changed shape while being read twice")
+
+    async def _load_cold(self, direct: SqliteDirect, user_id: str, h: str) -> Any:
+        """SQLite's overlapped cold load: (head, messages), (None, ()) if there is no slot,
+        or None when the ordinary read must decide (a chunk was not as expected)."""
+        try:
+            got = await self._read_with("load", lambda: direct.load_cold(user_id, h))
+        except sqlite_cold.Mismatch:
+            return None
+        return got if got is not None else (None, ())
 
     async def _read_rows(self, user_id: str, h: str, start: int) -> Sequence[Any]:
         """The load statement's rows, (seq, version, generation, message_count, body): the

@@ -1,5 +1,5 @@
-"""SQLite group commit: saves queued for the file's thread share one transaction, and each
-keeps its own compare-and-set, errors and outcome."""
+"""SQLite group commit (saves queued for the file's thread share one transaction, and each
+keeps its own compare-and-set, errors and outcome) and the overlapped cold load."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from hookagent.errors import StoreUnavailable, VersionConflict
+from hookagent.codec import encode_msg
+from hookagent.errors import CorruptState, InvalidState, StoreUnavailable, VersionConflict
 from hookagent.messages import Msg
 from hookagent.state import AgentState
-from hookagent_store_sql import SQLAgentStateStore
+from hookagent_store_sql import SQLAgentStateStore, slot_hash
 from hookagent_store_sql.sqlite_batch import GroupCommit
+from hookagent_store_sql.sqlite_cold import CHUNK
 from hookagent_store_sql.sqlite_direct import wrap
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
@@ -149,3 +151,102 @@ def test_a_failed_commit_makes_every_applied_save_unknown(tmp_path: Path) -> Non
     assert out[0] is not out[2] and out[0].__cause__ is not None
     conn.close()
     assert sqlite3.connect(path).execute("SELECT v FROM t").fetchone() == (0,)  # rolled back
+
+
+# ---------------------------------------------------------------------- the cold load
+
+
+async def _seeded(store: SQLAgentStateStore, n: int) -> list[str]:
+    state = AgentState("s", "u")
+    texts = [f"m{i}" for i in range(n)]
+    state.context.extend(Msg.user(t) for t in texts)
+    await store.save_if_version("u", "s", state, 0)
+    return texts
+
+
+def _reader(store: SQLAgentStateStore, **kw) -> SQLAgentStateStore:
+    """A fresh instance made from the URL: the file's thread, the direct (cold) path; counts
+    its ordinary row reads in ``row_reads``."""
+    reader = SQLAgentStateStore(str(store.engine.url), table_prefix=store.tables.names.prefix, **kw)
+    reader.row_reads = 0  # type: ignore[attr-defined]
+    ordinary = reader._read_rows
+
+    async def counted(*args):
+        reader.row_reads += 1  # type: ignore[attr-defined]
+        return await ordinary(*args)
+
+    reader._read_rows = counted  # type: ignore[method-assign]
+    return reader
+
+
+async def test_the_cold_load_reads_every_chunk_in_order(tmp_path: Path) -> None:
+    async with fresh_store("sqlite", tmp_path) as store:
+        texts = await _seeded(store, 2 * CHUNK + 7)
+        stray = Msg.user("past the count")
+        async with store.engine.begin() as conn:  # a row past message_count is not read
+            await conn.execute(
+                store.tables.messages.insert(),
+                [
+                    dict(
+                        user_id="u",
+                        slot_hash=slot_hash("s", "agent_state"),
+                        seq=len(texts),
+                        session_id="s",
+                        state_key="agent_state",
+                        role="user",
+                        msg_id=stray.id,
+                        body=encode_msg(stray).decode(),
+                    )
+                ],
+            )
+        for kw in ({}, {"direct_path": False}):
+            reader = _reader(store, **kw)
+            try:
+                got = await reader.get_versioned("u", "s")
+                assert got.version == 1 and [m.text for m in got.state.context] == texts
+                assert (await reader.get_versioned("u", "absent")).state is None
+                assert reader.row_reads == (0 if not kw else 2)  # the cold path did it all
+            finally:
+                await reader.aclose()
+
+
+async def test_the_cold_load_leaves_a_bad_chunk_to_the_row_read(tmp_path: Path) -> None:
+    """A gap or a NUL in a body: the row read decides, with the same typed errors."""
+    async with fresh_store("sqlite", tmp_path) as store:
+        await _seeded(store, CHUNK + 10)
+        t = store.tables
+        async with store.engine.begin() as conn:
+            await conn.execute(t.messages.delete().where(t.messages.c.seq == CHUNK + 3))
+        reader = _reader(store)
+        try:
+            with pytest.raises(CorruptState, match="not all present"):
+                await reader.get_versioned("u", "s")
+            assert reader.row_reads == 1  # the cold path stepped aside
+        finally:
+            await reader.aclose()
+        async with store.engine.begin() as conn:
+            await conn.execute(
+                t.messages.insert(),
+                [
+                    dict(
+                        user_id="u",
+                        slot_hash=slot_hash("s", "agent_state"),
+                        seq=CHUNK + 3,
+                        session_id="s",
+                        state_key="agent_state",
+                        role="user",
+                        msg_id="x",
+                        body='{"role": "user", "content": "a\x00b"}',
+                    )
+                ],
+            )
+        errors = []
+        for kw in ({}, {"direct_path": False}):
+            reader = _reader(store, **kw)
+            try:
+                with pytest.raises((CorruptState, InvalidState)) as info:
+                    await reader.get_versioned("u", "s")
+                errors.append(type(info.value))
+            finally:
+                await reader.aclose()
+        assert errors[0] is errors[1]  # the same error either way

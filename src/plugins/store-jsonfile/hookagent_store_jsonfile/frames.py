@@ -99,8 +99,8 @@ def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
     """The frame at ``pos``, or None when the buffer ends inside it (a torn write)."""
     left = len(buf) - pos
     if left < FRAME_HEADER:
-        start = bytes(buf[pos : pos + min(left, 4)])
-        if not any(magic.startswith(start) for magic in FRAME_MAGICS):
+        seen = bytes(buf[pos : pos + min(left, 4)])
+        if not any(magic.startswith(seen) for magic in FRAME_MAGICS):
             raise CorruptState(f"{where}: garbage at byte {pos} of the history file")
         return None
     magic, body_len, raw_len, body_crc, version, count, crc = _HEADER.unpack_from(buf, pos)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 import stat
 import threading
 import time
@@ -37,16 +36,17 @@ from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
 
 from . import posixio as io
-from .cache import Cached, HistoryCache
-from .frames import encode_batches, encode_commit
-from .layout import FENCE, HEAD, LOCK, id_parts, is_log_name, log_name, slot_parts
-from .localread import Gone, LocalReads, Retry
+from .cache import HistoryCache
+from .frames import encode_batches
+from .layout import FENCE, HEAD, LOCK, id_parts, slot_parts
+from .localread import Gone, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
+from .localwrite import COMPACT_MIN, COMPACT_RATIO, LocalWrites
 from .mounts import fs_type, is_network
-from .records import Head, decode_fence, decode_head_file, encode_fence, encode_head_file
+from .records import decode_fence, encode_fence
 
 
-class LocalCore(LocalReads):
+class LocalCore(LocalWrites):
     """Blocking implementation; the async store runs each method in a worker thread."""
 
     def __init__(
@@ -247,13 +247,20 @@ class LocalCore(LocalReads):
                 assert kd is not None
             if append and head is not None and tip is not None:
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
-                if head.tail:
+                if head.tail and tip.size - head.size < max(
+                    COMPACT_MIN, head.size // COMPACT_RATIO
+                ):
                     self._append(log_fd, tip, payloads, history[base:], head_state, where, ck)
+                elif head.tail:
+                    self._compact(
+                        kd, log_fd, head, tip, payloads, history[base:], head_state, where, ck
+                    )
                 else:  # a format-1 head: this one append still replaces it (as format 2)
                     self._append_v1(kd, log_fd, head, payloads, head_state, where, ck)
             else:
                 try:
-                    self._rewrite(kd, current + 1, payloads, head_state, new_dirs)
+                    data = encode_batches(payloads)
+                    self._rewrite(kd, current + 1, data, len(payloads), head_state, new_dirs)
                 except BaseException:
                     if head is None:  # nothing was ever committed here: leave no trace
                         self._clear_dir(kd)
@@ -282,121 +289,6 @@ class LocalCore(LocalReads):
         if len(self._swept) > 65536:
             self._swept.clear()
         self._swept.add(ck)
-
-    def _sync_dirs(self, new_dirs: list[int]) -> None:
-        """Make new directory entries durable (before the commit point); closes the fds."""
-        while new_dirs:
-            self.dur.fsync(new_dirs[-1], "a directory (new entry)")
-            os.close(new_dirs.pop())
-
-    def _commit_head(self, kd: int, head: Head) -> None:
-        """Replace ``head`` (the commit point), then fsync the directory."""
-        io.replace_file(kd, HEAD, encode_head_file(head), self.dur, "the head")
-        self.dur.fsync(kd, "the slot directory (head rename)")
-
-    def _open_log(self, kd: int, gen: str, where: str) -> int:
-        try:
-            return os.open(log_name(gen), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=kd)
-        except FileNotFoundError:
-            raise CorruptState(f"{where}: the history file named by the head is missing") from None
-
-    def _trim(self, fd: int, committed: int, where: str) -> None:
-        """Drop an uncommitted tail (a killed writer's) before appending at ``committed``."""
-        size = os.fstat(fd).st_size
-        if size < committed:
-            raise CorruptState(f"{where}: the history file is shorter than its committed length")
-        if size > committed:
-            os.ftruncate(fd, committed)
-
-    def _append(
-        self, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
-        where: str, ck: tuple[str, str, str],
-    ) -> None:  # fmt: skip
-        """One write of the commit frame(s) and one fsync: the fsync is the commit point.
-
-        The cache then takes the caller's (frozen) messages as they are, like the in-memory
-        reference store keeps them: no decode of what was just encoded.
-        """
-        version, count = tip.version + 1, tip.count + len(payloads)
-        data = encode_commit(payloads, head_state, version, count, tip.state)
-        self._trim(fd, tip.size, where)
-        try:
-            io.write_all(fd, data, tip.size)
-            self.dur.fsync(fd, "the history records")
-        except BaseException:
-            try:
-                os.ftruncate(fd, tip.size)  # leave the old state byte-identical
-            except OSError:
-                pass
-            raise
-        hit = self.cache.get(ck)
-        if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
-            msgs = hit.msgs + tuple(new)
-            self.cache.put(
-                ck, Cached(tip.gen, count, tip.size + len(data), msgs, version, head_state)
-            )
-
-    def _append_v1(
-        self, kd: int, fd: int, head: Head, payloads: list[bytes], head_state: bytes, where: str,
-        ck: tuple[str, str, str],
-    ) -> None:  # fmt: skip
-        """Append to a format-1 slot: batch frames into the base, then a format-2 head."""
-        data = encode_batches(payloads)
-        new = Head(
-            head.version + 1, head.gen, head.count + len(payloads), head.size + len(data),
-            head_state, tail=True,
-        )  # fmt: skip
-        self._trim(fd, head.size, where)
-        renamed = False
-        try:
-            if data:
-                io.write_all(fd, data, head.size)
-                self.dur.fsync(fd, "the history records")
-            self._commit_head(kd, new)
-            renamed = True
-        except BaseException:
-            if not renamed and self._head_is(kd, head):
-                try:
-                    os.ftruncate(fd, head.size)  # leave the old state byte-identical
-                except OSError:
-                    pass
-            raise
-        self.cache.drop(*ck)
-
-    def _head_is(self, kd: int, head: Head) -> bool:
-        """True if the committed head is still ``head`` (so truncating back is safe)."""
-        try:
-            data = io.read_file(kd, HEAD)
-            return data is not None and decode_head_file(data, "head") == head
-        except (OSError, CorruptState):
-            return False
-
-    def _rewrite(
-        self, kd: int, version: int, payloads: list[bytes], head_state: bytes, new_dirs: list[int]
-    ) -> None:
-        gen = secrets.token_hex(8)
-        name = log_name(gen)
-        data = encode_batches(payloads)
-        renamed = False
-        fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
-        try:
-            try:
-                io.write_all(fd, data)
-                self.dur.fsync(fd, "the history file")
-            finally:
-                os.close(fd)
-            self._sync_dirs(new_dirs)  # after the data: one journal commit covers both
-            new = Head(version, gen, len(payloads), len(data), head_state, tail=True)
-            io.replace_file(kd, HEAD, encode_head_file(new), self.dur, "the head")
-            renamed = True
-            self.dur.fsync(kd, "the slot directory (head rename)")
-        except BaseException:
-            if not renamed:
-                io.unlink_quiet(kd, name)
-            raise
-        for entry in os.listdir(kd):  # the superseded generation and any crash leftovers
-            if is_log_name(entry) and entry != name:
-                io.unlink_quiet(kd, entry)
 
     def _check_fence(self, sd: int, fence: Fence, where: str) -> None:
         data = io.read_file(sd, FENCE)

@@ -390,3 +390,29 @@ def test_a_frame_inflates_only_to_its_declared_length() -> None:
         read_frame(frame_of(bomb, 1000 + len(bomb)), 0, "t")
     with pytest.raises(CorruptState, match="bad lengths"):
         read_frame(frame_of(bomb, FRAME_RAW_MAX + 1), 0, "t")
+
+
+async def test_small_commits_are_compacted_into_big_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookagent_store_jsonfile import localcore
+
+    monkeypatch.setattr(localcore, "COMPACT_MIN", 2048)
+    store, reader = LocalJsonFileStore(tmp_path), LocalJsonFileStore(tmp_path)
+    await grow(store, 4, "base")
+    gens = {the_log(tmp_path).name}
+    expected = [f"base{i}" for i in range(4)]
+    for turn in range(60):
+        await grow(store, 2, f"t{turn}-")
+        expected += [f"t{turn}-0", f"t{turn}-1"]
+        gens.add(the_log(tmp_path).name)
+        if turn % 7 == 0:
+            assert await texts(reader) == expected  # a reader caching across compactions
+    assert len(gens) > 2  # compacted more than once, each time into a new generation
+    log = the_log(tmp_path)
+    head = decode_head_file((key_dir(tmp_path) / "head").read_bytes(), "t")
+    assert head.size <= log.stat().st_size and head.version > 1
+    got = await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    assert got.version == 61 and got.state is not None
+    assert [m.text for m in got.state.context] == expected
+    assert await texts(store) == await texts(reader) == expected

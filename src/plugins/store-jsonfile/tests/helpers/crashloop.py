@@ -21,6 +21,7 @@ from pathlib import Path
 
 from hookagent.messages import Msg
 from hookagent.state import AgentState
+from hookagent_store_jsonfile import localcore
 from hookagent_store_jsonfile.localcore import LocalCore
 
 U, S, KEY = "crash-user", "crash/../session", "agent_state"
@@ -29,6 +30,7 @@ ACK = struct.Struct(">Q")
 
 
 def store_child(root: Path, ack: int) -> None:
+    localcore.COMPACT_MIN = 1024  # compact often: appends, compactions and rewrites all die
     core = LocalCore(root, sweep_after=None, cache_slots=4, writers="multi")
     while True:
         got = core.get(U, S, KEY)

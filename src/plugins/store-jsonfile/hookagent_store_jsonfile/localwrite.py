@@ -1,0 +1,177 @@
+"""The local-disk store's writes below the lock: appends, compaction and rewrites.
+
+An append writes one commit frame at the end of the last commit and fsyncs the record file
+(the commit point), truncating it back on any failure. A rewrite (and a compaction, which is a
+rewrite that copies the committed base as it is) writes a new generation file, fsyncs it, and
+commits by renaming a new head over the old one. A format-1 slot's first append still replaces
+its head, as format 2.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Sequence
+
+from hookagent.errors import CorruptState
+from hookagent.messages import Msg
+
+from . import posixio as io
+from .cache import Cached
+from .frames import encode_batches, encode_commit
+from .layout import HEAD, is_log_name, log_name
+from .localread import LocalReads
+from .logscan import scan_tail
+from .records import Head, decode_head_file, encode_head_file
+
+COMPACT_MIN = 64 * 1024
+"""Bytes of commit frames after a head below which an append never compacts."""
+COMPACT_RATIO = 8
+"""Compact once the commit frames after the base reach 1/COMPACT_RATIO of the base."""
+
+
+class LocalWrites(LocalReads):
+    """Base of ``LocalCore``: the write paths, called with the slot's flock held."""
+
+    def _sync_dirs(self, new_dirs: list[int]) -> None:
+        """Make new directory entries durable (before the commit point); closes the fds."""
+        while new_dirs:
+            self.dur.fsync(new_dirs[-1], "a directory (new entry)")
+            os.close(new_dirs.pop())
+
+    def _commit_head(self, kd: int, head: Head) -> None:
+        """Replace ``head`` (the commit point), then fsync the directory."""
+        io.replace_file(kd, HEAD, encode_head_file(head), self.dur, "the head")
+        self.dur.fsync(kd, "the slot directory (head rename)")
+
+    def _open_log(self, kd: int, gen: str, where: str) -> int:
+        try:
+            return os.open(log_name(gen), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=kd)
+        except FileNotFoundError:
+            raise CorruptState(f"{where}: the history file named by the head is missing") from None
+
+    def _trim(self, fd: int, committed: int, where: str) -> None:
+        """Drop an uncommitted tail (a killed writer's) before appending at ``committed``."""
+        size = os.fstat(fd).st_size
+        if size < committed:
+            raise CorruptState(f"{where}: the history file is shorter than its committed length")
+        if size > committed:
+            os.ftruncate(fd, committed)
+
+    def _append(
+        self, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
+        where: str, ck: tuple[str, str, str],
+    ) -> None:  # fmt: skip
+        """One write of the commit frame(s) and one fsync: the fsync is the commit point.
+
+        The cache then takes the caller's (frozen) messages as they are, like the in-memory
+        reference store keeps them: no decode of what was just encoded.
+        """
+        version, count = tip.version + 1, tip.count + len(payloads)
+        data = encode_commit(payloads, head_state, version, count, tip.state)
+        self._trim(fd, tip.size, where)
+        try:
+            io.write_all(fd, data, tip.size)
+            self.dur.fsync(fd, "the history records")
+        except BaseException:
+            try:
+                os.ftruncate(fd, tip.size)  # leave the old state byte-identical
+            except OSError:
+                pass
+            raise
+        hit = self.cache.get(ck)
+        if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
+            msgs = hit.msgs + tuple(new)
+            self.cache.put(
+                ck, Cached(tip.gen, count, tip.size + len(data), msgs, version, head_state)
+            )
+
+    def _append_v1(
+        self, kd: int, fd: int, head: Head, payloads: list[bytes], head_state: bytes, where: str,
+        ck: tuple[str, str, str],
+    ) -> None:  # fmt: skip
+        """Append to a format-1 slot: batch frames into the base, then a format-2 head."""
+        data = encode_batches(payloads)
+        new = Head(
+            head.version + 1, head.gen, head.count + len(payloads), head.size + len(data),
+            head_state, tail=True,
+        )  # fmt: skip
+        self._trim(fd, head.size, where)
+        renamed = False
+        try:
+            if data:
+                io.write_all(fd, data, head.size)
+                self.dur.fsync(fd, "the history records")
+            self._commit_head(kd, new)
+            renamed = True
+        except BaseException:
+            if not renamed and self._head_is(kd, head):
+                try:
+                    os.ftruncate(fd, head.size)  # leave the old state byte-identical
+                except OSError:
+                    pass
+            raise
+        self.cache.drop(*ck)
+
+    def _head_is(self, kd: int, head: Head) -> bool:
+        """True if the committed head is still ``head`` (so truncating back is safe)."""
+        try:
+            data = io.read_file(kd, HEAD)
+            return data is not None and decode_head_file(data, "head") == head
+        except (OSError, CorruptState):
+            return False
+
+    def _rewrite(
+        self, kd: int, version: int, data: bytes, count: int, head_state: bytes,
+        new_dirs: list[int],
+    ) -> str:  # fmt: skip
+        """A new generation holding ``data`` (``count`` messages), committed by a new head."""
+        gen = secrets.token_hex(8)
+        name = log_name(gen)
+        renamed = False
+        fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
+        try:
+            try:
+                io.write_all(fd, data)
+                self.dur.fsync(fd, "the history file")
+            finally:
+                os.close(fd)
+            self._sync_dirs(new_dirs)  # after the data: one journal commit covers both
+            new = Head(version, gen, count, len(data), head_state, tail=True)
+            io.replace_file(kd, HEAD, encode_head_file(new), self.dur, "the head")
+            renamed = True
+            self.dur.fsync(kd, "the slot directory (head rename)")
+        except BaseException:
+            if not renamed:
+                io.unlink_quiet(kd, name)
+            raise
+        for entry in os.listdir(kd):  # the superseded generation and any crash leftovers
+            if is_log_name(entry) and entry != name:
+                io.unlink_quiet(kd, entry)
+        return gen
+
+    def _compact(
+        self, kd: int, fd: int, head: Head, tip: Cached, payloads: list[bytes],
+        new: Sequence[Msg], head_state: bytes, where: str, ck: tuple[str, str, str],
+    ) -> None:  # fmt: skip
+        """An append that rewrites: the committed base as it is, then every later message in
+        big batch frames (a cold load inflates few frames instead of one per save).
+
+        Done when the commit frames after the base outweigh ``1/COMPACT_RATIO`` of it, so each
+        byte is copied a bounded number of times on average; crash-safe like any rewrite.
+        """
+        data = io.pread_exact(fd, tip.size, 0)
+        if len(data) != tip.size:
+            raise CorruptState(f"{where}: the history file is shorter than its committed length")
+        tail = scan_tail(data[head.size :], head.size, head.version, head.count, head.state, where)
+        if (tail.end, tail.count, tail.version) != (tip.size, tip.count, tip.version):
+            raise CorruptState(f"{where}: the history file changed under the slot's lock")
+        body = data[: head.size] + encode_batches(tail.payloads + payloads)
+        version, count = tip.version + 1, tip.count + len(payloads)
+        gen = self._rewrite(kd, version, body, count, head_state, [])
+        hit = self.cache.get(ck)
+        if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
+            msgs = hit.msgs + tuple(new)
+            self.cache.put(ck, Cached(gen, count, len(body), msgs, version, head_state))
+        else:
+            self.cache.drop(*ck)

@@ -144,6 +144,7 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
             raise err from exc
         try:
             driver = fairy.driver_connection
+            assert driver is not None
             try:
                 return await_(fn(driver))
             except Exception as exc:

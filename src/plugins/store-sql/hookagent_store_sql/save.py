@@ -111,7 +111,7 @@ class SavePlan:
 
     def is_create(self) -> bool:
         """A create (expected version 0) without a fence: one statement can do it."""
-        return self.fence is None and self.expected == 0 and self.expected is not UNCONDITIONAL
+        return self.fence is None and self.expected == 0
 
     def new_rows(self) -> list[Row]:
         """The rows an append writes (after ``is_append``) or a create writes (all)."""

@@ -60,7 +60,9 @@ class GroupCommit:
         try:
             fairy = self._engine.raw_connection()
             try:
-                outcomes = self._run(fairy.driver_connection, [w for w, _, _ in batch])
+                conn = fairy.driver_connection
+                assert conn is not None
+                outcomes = self._run(conn, [w for w, _, _ in batch])
             finally:
                 fairy.close()
         except BaseException as exc:  # e.g. the connection could not be made
@@ -81,12 +83,11 @@ class GroupCommit:
         for work in works:
             if not alone:
                 conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+            error: Exception | None = None
             try:
                 applied = work(conn)
             except Exception as exc:
                 applied, error = False, exc
-            else:
-                error = None
             if not alone:
                 if not applied:
                     conn.execute(f"ROLLBACK TO {_SAVEPOINT}")

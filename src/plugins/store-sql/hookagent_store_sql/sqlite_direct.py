@@ -95,7 +95,9 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
     def _in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         fairy = self._engine.raw_connection()
         try:
-            return fn(fairy.driver_connection)
+            conn = fairy.driver_connection
+            assert conn is not None
+            return fn(conn)
         finally:
             fairy.close()
 

@@ -4,8 +4,10 @@ A save is one transaction: [fence upsert], the compare-and-set ``UPDATE ... WHER
 :expected`` (rowcount checked) or the create-if-absent ``INSERT``, then only the changed
 messages (``DELETE seq >= prefix`` when the stored history must shrink, ``INSERT`` of the new
 rows). A load is one statement returning the head and only the rows past what this instance
-already holds for the slot's generation. On PostgreSQL with asyncpg the load, the append and
-the create are sent by the driver directly, one statement each (``pg_direct``).
+already holds for the slot's generation. The load, the append and the create take a direct
+path where one exists: asyncpg statements on PostgreSQL (``pg_direct``), plain ``sqlite3``
+calls in the file's thread on SQLite (``sqlite_direct``, with group commit in
+``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``).
 """
 
 from __future__ import annotations
@@ -36,15 +38,16 @@ from hookagent.store.ids import check_expected_version, check_id, check_page_lim
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import pg_direct, sqlite_cold
+from . import sqlite_cold
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
+from .direct import direct_save
 from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
-from .migrations import check_migrations, flavor_of, migrate, utcnow
-from .pg_direct import PgDirect
+from .migrations import check_migrations, flavor_of, migrate
+from .pg_direct import PgDirect, usable
 from .queries import Queries, RetryTransaction
 from .runner import AsyncRunner, ThreadRunner
-from .save import SavePlan, new_generation
+from .save import SavePlan
 from .schema import Tables, slot_hash
 from .sqlite import Backoff, database_key, maybe_lock
 from .sqlite_direct import SqliteDirect
@@ -190,7 +193,7 @@ class SQLAgentStateStore:
         self._q = Queries(tables, self._backend)
         if not self._direct_path:
             pass
-        elif pg_direct.usable(self._engine):
+        elif usable(self._engine):
             self._direct = PgDirect(self._engine, tables)
         elif isinstance(self._runner, ThreadRunner):
             self._direct = SqliteDirect(self._runner, tables)
@@ -311,7 +314,7 @@ class SQLAgentStateStore:
         """SQLite's overlapped cold load: (head, messages), (None, ()) if there is no slot,
         or None when the ordinary read must decide (a chunk was not as expected)."""
         try:
-            got = await self._read_with("load", lambda: direct.load_cold(user_id, h))
+            got: Any = await self._read_with("load", lambda: direct.load_cold(user_id, h))
         except sqlite_cold.Mismatch:
             return None
         return got if got is not None else (None, ())
@@ -401,7 +404,7 @@ class SQLAgentStateStore:
         try:
             done = None
             if self._direct is not None and self._one_statement_appends:
-                done = await self._direct_save(self._direct, plan)
+                done = await direct_save(self._direct, plan, self._read_with)
             if done is None:
                 done = await self._write("save", lambda conn: plan.run(conn, q))
             version, generation = done
@@ -413,48 +416,6 @@ class SQLAgentStateStore:
         self._cache.put(slot, CachedSlot(version, generation, plan.messages))
         state.context.mark_committed()
         return version
-
-    async def _direct_save(
-        self, direct: PgDirect | SqliteDirect, plan: SavePlan
-    ) -> tuple[int, int] | None:
-        """An append or a create on the direct path (PostgreSQL: one autocommit statement;
-        SQLite: one transaction in the file's thread); None: use the transaction path
-        (another shape of save, the CAS did not match, or it certainly did not run)."""
-        key = (plan.u, plan.h, plan.s, plan.k)
-        count = len(plan.messages)
-        attempt: Callable[[], Awaitable[bool]]
-        if plan.is_append():
-            cached = plan.cached
-            assert cached is not None
-            rows = plan.new_rows()
-            cas = (cached.version, cached.generation, plan.base)
-            new = (cached.version + 1, count, plan.head, utcnow())
-            before, result = cached.version, (cached.version + 1, cached.generation)
-            attempt = lambda: direct.append(key, cas, new, rows)  # noqa: E731
-        elif plan.is_create():
-            rows = plan.new_rows()
-            generation = new_generation()
-            before, result = -1, (1, generation)  # no version -1: "absent" stays unknown
-            attempt = lambda: direct.create(key, generation, plan.head, utcnow(), rows)  # noqa: E731
-        else:
-            return None
-        try:
-            applied = await attempt()
-        except TRANSLATED as exc:
-            if is_retryable(exc):
-                return None  # a deadlock/serialization victim: the server undid it
-            if not is_disconnect(exc):
-                raise translate(exc, "save") from exc
-            # the connection went: the statement may or may not have run; look
-            seq = rows[0][0] if rows else 0
-            applied = await pg_direct.resolve(
-                lambda: self._read_with("save", lambda: direct.probe(plan.u, plan.h, seq)),
-                before=before,
-                after=(*result, count),
-                first_body=rows[0][3] if rows else None,
-                cause=exc,
-            )
-        return result if applied else None
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)

@@ -1,0 +1,60 @@
+"""A save on the direct path (``pg_direct`` or ``sqlite_direct``), or None for the
+transaction path: the shapes the direct path takes, and what a lost connection means."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import pg_direct
+from .errors import TRANSLATED, is_disconnect, is_retryable, translate
+from .migrations import utcnow
+from .pg_direct import PgDirect
+from .save import SavePlan, new_generation
+from .sqlite_direct import SqliteDirect
+
+ReadWith = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+
+
+async def direct_save(
+    direct: PgDirect | SqliteDirect, plan: SavePlan, read_with: ReadWith
+) -> tuple[int, int] | None:
+    """(new version, new generation) of an append or a create done on the direct path
+    (PostgreSQL: one autocommit statement; SQLite: one transaction in the file's thread);
+    None: use the transaction path (another shape of save, the CAS did not match, or it
+    certainly did not run). ``read_with`` is the store's retrying read, for the read-back."""
+    key = (plan.u, plan.h, plan.s, plan.k)
+    count = len(plan.messages)
+    attempt: Callable[[], Awaitable[bool]]
+    if plan.is_append():
+        cached = plan.cached
+        assert cached is not None
+        rows = plan.new_rows()
+        cas = (cached.version, cached.generation, plan.base)
+        new = (cached.version + 1, count, plan.head, utcnow())
+        before, result = cached.version, (cached.version + 1, cached.generation)
+        attempt = lambda: direct.append(key, cas, new, rows)  # noqa: E731
+    elif plan.is_create():
+        rows = plan.new_rows()
+        generation = new_generation()
+        before, result = -1, (1, generation)  # no version -1: "absent" stays unknown
+        attempt = lambda: direct.create(key, generation, plan.head, utcnow(), rows)  # noqa: E731
+    else:
+        return None
+    try:
+        applied = await attempt()
+    except TRANSLATED as exc:
+        if is_retryable(exc):
+            return None  # a deadlock/serialization victim or SQLite busy: nothing applied
+        if not is_disconnect(exc):
+            raise translate(exc, "save") from exc
+        # the connection went: the statement may or may not have run; look
+        seq = rows[0][0] if rows else 0
+        applied = await pg_direct.resolve(
+            lambda: read_with("save", lambda: direct.probe(plan.u, plan.h, seq)),
+            before=before,
+            after=(*result, count),
+            first_body=rows[0][3] if rows else None,
+            cause=exc,
+        )
+    return result if applied else None

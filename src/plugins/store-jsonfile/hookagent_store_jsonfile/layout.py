@@ -17,6 +17,8 @@ dot (``.lock``, ``.fence``, ``.tmp.*``), which no encoded id does.
 
 from __future__ import annotations
 
+import functools
+
 from hookagent.store.ids import decode_id, encode_id
 
 CHUNK = 240
@@ -32,11 +34,16 @@ LOG_SUFFIX = ".log"
 
 def id_parts(value: str) -> list[str]:
     """The path components of one id (one component unless its encoded form is long)."""
-    enc = encode_id(value)
+    return list(_id_parts(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _id_parts(value: str) -> tuple[str, ...]:
+    enc = encode_id(value)  # raises for an invalid id (exceptions are not cached)
     if len(enc) <= CHUNK:
-        return [enc]
+        return (enc,)
     cut = [enc[i : i + CHUNK] for i in range(0, len(enc), CHUNK)]
-    return [c + MORE for c in cut[:-1]] + [cut[-1]]
+    return (*[c + MORE for c in cut[:-1]], cut[-1])
 
 
 def parts_to_id(parts: list[str]) -> str | None:

@@ -43,7 +43,7 @@ from .localread import Gone, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
 from .localwrite import COMPACT_MIN, COMPACT_RATIO, LocalWrites
 from .mounts import fs_type, is_network
-from .records import decode_fence, encode_fence
+from .records import Head, decode_fence, encode_fence
 
 
 class LocalCore(LocalWrites):
@@ -57,6 +57,7 @@ class LocalCore(LocalWrites):
         self.sweep_after = sweep_after
         self.dur = io.Durability()
         self.cache = HistoryCache(cache_slots)
+        self._heads: dict[bytes, Head] = {}  # head file content -> decoded (immutable)
         self._root_fd: int | None = None
         self._open_lock = threading.Lock()
         self._swept: set[tuple[str, str, str]] = set()

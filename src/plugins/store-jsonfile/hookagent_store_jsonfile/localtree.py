@@ -44,14 +44,24 @@ class LocalTree:
 
     dur: io.Durability
     cache: HistoryCache
+    _heads: dict[bytes, Head]
     _open_lock: threading.Lock
 
     def root(self) -> int:  # pragma: no cover - provided by LocalCore
         raise NotImplementedError
 
     def _read_head(self, kd: int, where: str) -> Head | None:
+        """The committed head; decoded once per distinct content (heads rarely change)."""
         data = io.read_file(kd, HEAD)
-        return None if data is None else decode_head_file(data, where)
+        if data is None:
+            return None
+        head = self._heads.get(data)
+        if head is None:
+            head = decode_head_file(data, where)
+            if len(self._heads) >= 1024:
+                self._heads.clear()
+            self._heads[data] = head
+        return head
 
     # ------------------------------------------------------------------ delete
 

@@ -35,6 +35,11 @@ def local(tmp: Path) -> Any:
     return LocalJsonFileStore(tmp / "root", cache_slots=2)
 
 
+def local_compacting(tmp: Path) -> Any:
+    """The local store compacting at every append (its thresholds are lowered below)."""
+    return LocalJsonFileStore(tmp / "root", cache_slots=2)
+
+
 def memory_single(tmp: Path) -> Any:
     return FsspecJsonFileStore(f"memory://diff-{uuid.uuid4().hex}", cache_slots=2)
 
@@ -58,11 +63,27 @@ def snapshot(state: AgentState | None) -> str | None:
     return None if state is None else state.to_json()
 
 
-@pytest.mark.parametrize("make", [local, memory_single, memory_multi, local_fsspec_multi])
+@pytest.mark.parametrize(
+    "make", [local, local_compacting, memory_single, memory_multi, local_fsspec_multi]
+)
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_matches_the_in_memory_reference(
-    make: Callable[[Path], Any], seed: int, tmp_path: Path
+    make: Callable[[Path], Any], seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    compactions: list[int] = []
+    if make is local_compacting:
+        from hookagent_store_jsonfile import localcore
+        from hookagent_store_jsonfile.localwrite import LocalWrites
+
+        monkeypatch.setattr(localcore, "COMPACT_MIN", 0)
+        monkeypatch.setattr(localcore, "COMPACT_RATIO", 1 << 40)  # every append compacts
+        real = LocalWrites._compact
+
+        def counted(self: LocalWrites, *args: Any) -> None:
+            compactions.append(1)
+            real(self, *args)
+
+        monkeypatch.setattr(LocalWrites, "_compact", counted)
     rng = random.Random(seed)
     ref, store = InMemoryAgentStateStore(), make(tmp_path)
     loaded: dict[tuple[str, str, str], tuple[AgentState, AgentState, int]] = {}
@@ -113,3 +134,4 @@ async def test_matches_the_in_memory_reference(
                 for kk in KEYS:
                     assert await ref.exists(uu, ss, kk) == await store.exists(uu, ss, kk)
     await store.aclose()
+    assert (make is not local_compacting) or len(compactions) > 10, len(compactions)

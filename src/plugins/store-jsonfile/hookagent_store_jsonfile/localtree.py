@@ -32,6 +32,8 @@ from .layout import (
 from .records import Head, decode_head_file
 
 RETRIES = 20
+HEAD_MEMO_SLOTS, HEAD_MEMO_MAX = 256, 64 * 1024
+"""Decoded heads remembered per store (by content), and the largest head file remembered."""
 LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -58,9 +60,10 @@ class LocalTree:
         head = self._heads.get(data)
         if head is None:
             head = decode_head_file(data, where)
-            if len(self._heads) >= 1024:
-                self._heads.clear()
-            self._heads[data] = head
+            if len(data) <= HEAD_MEMO_MAX:  # small heads only: at most 16 MiB in all
+                if len(self._heads) >= HEAD_MEMO_SLOTS:
+                    self._heads.clear()
+                self._heads[data] = head
         return head
 
     # ------------------------------------------------------------------ delete

@@ -11,6 +11,7 @@ dot (``.lock``, ``.fence``, ``.tmp.*``), which no encoded id does.
 
     <root>/<user>/<session>/<key>/head         the committed head (version, generation, state)
     <root>/<user>/<session>/<key>/h<gen>.log   the history records of one generation
+    <root>/<user>/<session>/<key>/.end         where the last acknowledged commit ends (hint)
     <root>/<user>/<session>/.lock              the per-slot flock file
     <root>/<user>/<session>/.fence             the newest fencing epoch seen for the slot
 """
@@ -27,6 +28,7 @@ MORE = "+"
 HEAD = "head"
 LOCK = ".lock"
 FENCE = ".fence"
+HINT = ".end"
 TMP_PREFIX = ".tmp."
 LOG_PREFIX = "h"
 LOG_SUFFIX = ".log"

@@ -251,7 +251,7 @@ class LocalCore(LocalWrites):
                 if head.tail and tip.size - head.size < max(
                     COMPACT_MIN, head.size // COMPACT_RATIO
                 ):
-                    self._append(log_fd, tip, payloads, history[base:], head_state, where, ck)
+                    self._append(kd, log_fd, tip, payloads, history[base:], head_state, where, ck)
                 elif head.tail:
                     self._compact(
                         kd, log_fd, head, tip, payloads, history[base:], head_state, where, ck

@@ -12,16 +12,42 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
+import struct
+import zlib
 
 from hookagent.errors import CorruptState
 
 from . import posixio as io
 from .cache import Cached, SlotKey
 from .frames import decode_messages
-from .layout import LOCK, log_name
+from .layout import HINT, LOCK, log_name
 from .localtree import LocalTree
 from .logscan import scan_base, scan_tail
 from .records import Head
+
+_HINT = struct.Struct(">64sQI")
+
+
+def encode_hint(gen: str, end: int) -> bytes:
+    """``.end``: the end of the last acknowledged commit of generation ``gen``."""
+    body = struct.pack(">64sQ", gen.encode(), end)
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def read_hint(kd: int, head: Head) -> int:
+    """The acknowledged end the ``.end`` hint records for ``head``'s generation, else 0.
+
+    Written after an append's fsync, never fsynced itself: it can only be behind the file
+    (stale or missing after a crash), never ahead, so the file ending before it means that
+    acknowledged commits were cut off (fail closed) rather than a torn write.
+    """
+    data = io.read_file(kd, HINT)
+    if data is None or len(data) != _HINT.size:
+        return 0
+    gen, end, crc = _HINT.unpack(data)
+    if crc != zlib.crc32(data[:-4]) or gen.rstrip(b"\0") != head.gen.encode():
+        return 0  # torn, or left by another generation
+    return int(end)
 
 
 class Gone(Exception):
@@ -89,10 +115,12 @@ class LocalReads(LocalTree):
         try:
             known = head.size if hit is None else max(hit.size, head.size)
             size = os.fstat(fd).st_size
-            if head.tail and size > known and not locked:
+            acked = read_hint(kd, head) if head.tail else 0
+            if head.tail and (size > known or acked > size) and not locked:
                 lock = self._share(sd, kd, head, where)  # wait for a writer in flight
                 size = os.fstat(fd).st_size
-            if size < known:
+                acked = read_hint(kd, head)
+            if size < max(known, acked):
                 raise CorruptState(
                     f"{where}: the history file is shorter than its committed length"
                 )
@@ -116,6 +144,8 @@ class LocalReads(LocalTree):
             base = []
             version, count, state = hit.version, hit.count, hit.state
         tail = scan_tail(data[cut:], start + cut, version, count, state, where)
+        if tail.end < acked:
+            raise CorruptState(f"{where}: a commit acknowledged before is missing or damaged")
         state = tail.state
         if not decode and hit is None:
             return Cached(head.gen, tail.count, tail.end, (), tail.version, state)

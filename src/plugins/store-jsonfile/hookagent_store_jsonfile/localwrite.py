@@ -19,8 +19,8 @@ from hookagent.messages import Msg
 from . import posixio as io
 from .cache import Cached
 from .frames import encode_batches, encode_commit
-from .layout import HEAD, is_log_name, log_name
-from .localread import LocalReads
+from .layout import HEAD, HINT, is_log_name, log_name
+from .localread import LocalReads, encode_hint
 from .logscan import scan_tail
 from .records import Head, decode_head_file, encode_head_file
 
@@ -58,8 +58,21 @@ class LocalWrites(LocalReads):
         if size > committed:
             os.ftruncate(fd, committed)
 
+    def _write_hint(self, kd: int, gen: str, end: int) -> None:
+        """Record the acknowledged end (best effort, no fsync: the commit is already durable)."""
+        try:
+            fd = os.open(
+                HINT, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=kd
+            )
+            try:
+                os.pwrite(fd, encode_hint(gen, end), 0)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
     def _append(
-        self, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
+        self, kd: int, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
         where: str, ck: tuple[str, str, str],
     ) -> None:  # fmt: skip
         """One write of the commit frame(s) and one fsync: the fsync is the commit point.
@@ -79,6 +92,7 @@ class LocalWrites(LocalReads):
             except OSError:
                 pass
             raise
+        self._write_hint(kd, tip.gen, tip.size + len(data))
         hit = self.cache.get(ck)
         if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
             msgs = hit.msgs + tuple(new)

@@ -416,3 +416,26 @@ async def test_small_commits_are_compacted_into_big_frames(
     assert got.version == 61 and got.state is not None
     assert [m.text for m in got.state.context] == expected
     assert await texts(store) == await texts(reader) == expected
+
+
+@pytest.mark.parametrize("cut", ["inside_last", "previous_commit", "base"])
+async def test_cutting_off_acknowledged_commits_fails_closed(tmp_path: Path, cut: str) -> None:
+    """The ``.end`` hint (written after each append's fsync) tells a file cut short after
+    its head's base from a torn write: acknowledged commits that are gone fail closed."""
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    log = the_log(tmp_path)
+    base = log.stat().st_size
+    await grow(store, 1, "a")
+    previous = log.stat().st_size
+    await grow(store, 1, "b")
+    full = log.read_bytes()
+    at = {"inside_last": len(full) - 3, "previous_commit": previous, "base": base}[cut]
+    log.write_bytes(full[:at])
+    with pytest.raises(CorruptState, match=r"shorter|missing"):
+        await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    with pytest.raises(CorruptState):  # a writer refuses too, and does not write over it
+        await grow(LocalJsonFileStore(tmp_path), 1, "c")
+    assert log.read_bytes() == full[:at]
+    log.write_bytes(full)
+    assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "a0", "b0"]

@@ -261,7 +261,10 @@ class LocalCore(LocalWrites):
             else:
                 try:
                     data = encode_batches(payloads)
-                    self._rewrite(kd, current + 1, data, len(payloads), head_state, new_dirs)
+                    self._rewrite(
+                        kd, current + 1, data, len(payloads), head_state, new_dirs,
+                        superseded=head is not None,
+                    )  # fmt: skip
                 except BaseException:
                     if head is None:  # nothing was ever committed here: leave no trace
                         self._clear_dir(kd)

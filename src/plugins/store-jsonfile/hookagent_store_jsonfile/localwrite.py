@@ -137,9 +137,13 @@ class LocalWrites(LocalReads):
 
     def _rewrite(
         self, kd: int, version: int, data: bytes, count: int, head_state: bytes,
-        new_dirs: list[int],
+        new_dirs: list[int], *, superseded: bool = True,
     ) -> str:  # fmt: skip
-        """A new generation holding ``data`` (``count`` messages), committed by a new head."""
+        """A new generation holding ``data`` (``count`` messages), committed by a new head.
+
+        ``superseded``: a head existed, so an older generation file is to be removed (a first
+        save skips that listing; a killed first save's leftovers are swept by age).
+        """
         gen = secrets.token_hex(8)
         name = log_name(gen)
         renamed = False
@@ -159,7 +163,7 @@ class LocalWrites(LocalReads):
             if not renamed:
                 io.unlink_quiet(kd, name)
             raise
-        for entry in os.listdir(kd):  # the superseded generation and any crash leftovers
+        for entry in os.listdir(kd) if superseded else ():  # the older generation, leftovers
             if is_log_name(entry) and entry != name:
                 io.unlink_quiet(kd, entry)
         return gen

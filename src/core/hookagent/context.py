@@ -7,11 +7,11 @@ never sent to the model.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
+from .messages import new_id
 from .state import ANONYMOUS_USER, AgentState
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ KEEP: Any = _Keep()
 
 
 def new_run_id() -> str:
-    return uuid.uuid4().hex
+    return new_id()
 
 
 def _run_id(value: str | None) -> str:

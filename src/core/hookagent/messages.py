@@ -6,8 +6,8 @@ on it and never on anything else found in the data.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
@@ -19,8 +19,15 @@ ToolResultState: TypeAlias = Literal["success", "error", "interrupted", "denied"
 
 
 def new_id() -> str:
-    """A fresh 32-character lowercase hex id."""
-    return uuid.uuid4().hex
+    """A fresh 32-character lowercase hex id: a random (version 4) UUID's hex form.
+
+    Built from ``os.urandom`` directly: ``uuid.uuid4().hex`` costs 4x more, and a call makes
+    about ten ids (messages, runs, tool calls).
+    """
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 @attrs.frozen

@@ -83,6 +83,10 @@ def _check(value: Any, schema: dict[str, Any], path: str) -> None:
             _check(item, schema["items"], f"{path}[{i}]")
 
 
+def _is_async(tool: Tool) -> bool:
+    return inspect.iscoroutinefunction(tool.func)
+
+
 @attrs.frozen
 class Tool:
     """A callable the model may use."""
@@ -93,6 +97,10 @@ class Tool:
     func: Callable[..., Any] = attrs.field(repr=False)
     ctx_param: str | None = None
     group: str | None = None
+    is_async: bool = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_is_async, takes_self=True)
+    )
+    """``func`` is a coroutine function (awaited on the loop, not run in a thread)."""
 
     @classmethod
     def from_function(
@@ -158,7 +166,7 @@ class Tool:
         kwargs = dict(args)
         if self.ctx_param:
             kwargs[self.ctx_param] = ctx
-        if inspect.iscoroutinefunction(self.func):
+        if self.is_async:
             return await self.func(**kwargs)
         result = await anyio.to_thread.run_sync(lambda: self.func(**kwargs))
         if inspect.isawaitable(result):

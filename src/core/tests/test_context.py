@@ -91,3 +91,18 @@ async def test_resolve_agent_state() -> None:
     assert (await resolve_agent_state(None, agent)).summary == "anon"
     ctx.agent_state = AgentState("s", "alice", summary="mine")
     assert (await resolve_agent_state(ctx, agent)).summary == "mine"
+
+
+def test_ids_are_random_uuid4_hex() -> None:
+    """Message and run ids keep the uuid4().hex form they always had (32 lowercase hex,
+    version 4, RFC 4122 variant), without building a UUID object each time."""
+    import uuid
+
+    from hookagent.context import new_run_id
+    from hookagent.messages import new_id
+
+    ids = [new_id() for _ in range(2000)] + [new_run_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for value in ids:
+        parsed = uuid.UUID(hex=value)
+        assert parsed.hex == value and parsed.version == 4 and parsed.variant == uuid.RFC_4122

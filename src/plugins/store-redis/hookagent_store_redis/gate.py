@@ -171,10 +171,16 @@ class RedisSessionGate:
 
     async def _renew_loop(self, user_id: str, session_id: str, fence: Fence) -> None:
         period = self.lease_ms / 3000
+        me = asyncio.current_task()
         while True:
             await asyncio.sleep(period)
             try:
                 if not await self.renew(user_id, session_id, fence):
                     return  # lost: the fence makes any later save fail
-            except Exception:  # noqa: S112 - transient; the next period retries
+            except Exception:
+                # transient: the next period retries -- unless this task was cancelled and
+                # the cancellation surfaced as an error (a timeout racing it in the driver):
+                # then retrying would keep the block's exit waiting forever
+                if me is not None and me.cancelling():
+                    return
                 continue

@@ -140,3 +140,30 @@ async def test_two_processes_24_agent_calls_with_the_gate(
     assert got.state is not None
     texts = [m.text for m in got.state.context if m.role in ("user", "assistant")]
     _check_serial_history(texts, inputs)
+
+
+async def test_exit_returns_when_a_renewal_turns_its_cancellation_into_an_error(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """A renewal in flight when the block exits is cancelled; if the driver reports that
+    cancellation as an error (a timeout racing it), the renewer must still stop."""
+    from hookagent.errors import StoreUnavailable
+
+    gate = RedisSessionGate(standalone_store, lease_ttl=0.3)
+    inside = asyncio.Event()
+
+    async def renewal_that_converts(*args: object) -> bool:
+        inside.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            raise StoreUnavailable("redis is unreachable during gate renew") from None
+        return True
+
+    gate.renew = renewal_that_converts  # type: ignore[method-assign]
+
+    async def hold() -> None:
+        async with gate.acquire("u", "s", timeout=1):
+            await inside.wait()
+
+    await asyncio.wait_for(hold(), 5)

@@ -166,4 +166,7 @@ async def test_exit_returns_when_a_renewal_turns_its_cancellation_into_an_error(
         async with gate.acquire("u", "s", timeout=1):
             await inside.wait()
 
-    await asyncio.wait_for(hold(), 5)
+    task = asyncio.create_task(hold())
+    await asyncio.wait({task}, timeout=5)  # not wait_for: its cancel would wait forever too
+    assert task.done(), "the block's exit is still waiting for its renewer"
+    await task

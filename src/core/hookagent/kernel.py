@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import logging
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,6 +30,8 @@ from .runs import AgentRunRegistry
 from .store.base import AgentStateStore
 from .store.memory import InMemoryAgentStateStore
 from .tools import Tool
+
+log = logging.getLogger("hookagent.kernel")
 
 if TYPE_CHECKING:
     from .agent import AgentConfig
@@ -97,6 +100,7 @@ class Kernel:
         self.registry = config.run_registry or AgentRunRegistry()
         self._store: AgentStateStore | None = None
         self._store_pending: Awaitable[AgentStateStore] | None = None
+        self._store_reopen: Callable[[], Any] | None = None
         self._store_ready: anyio.Event | None = None
         self._owns_store = False
         self._bind_store()
@@ -199,7 +203,10 @@ class Kernel:
                 raise StoreConfigurationError(
                     f"no store plugin serves {scheme!r} URLs ({spec!r}); registered: {known}"
                 )
-            self._set_store(factories[scheme][0](spec, **self.config.state_store_options))
+            factory, options = factories[scheme][0], self.config.state_store_options
+            self._set_store(factory(spec, **options))
+            if self._store_pending is not None:  # an awaitable can be awaited once only
+                self._store_reopen = lambda: factory(spec, **options)
         else:
             self._set_store(spec)
             return
@@ -212,20 +219,38 @@ class Kernel:
             self._store = value
 
     async def store(self) -> AgentStateStore:
-        if self._store is not None:
-            return self._store
-        if self._store_pending is not None:
-            pending, self._store_pending = self._store_pending, None
-            self._store_ready = anyio.Event()
-            try:
-                self._store = await pending
-            finally:
-                self._store_ready.set()
-        elif self._store_ready is not None:
-            await self._store_ready.wait()
-        if self._store is None:
-            raise StoreConfigurationError("the state store failed to open (see the first error)")
+        """The bound store; the first caller awaits an opening factory's result.
+
+        If that await fails or is cancelled (a caller's timeout while the database does not
+        answer), the factory is asked for a new opening, which the next caller awaits: one
+        impatient caller must not leave the configuration without a store for good.
+        """
+        while self._store is None:
+            if self._store_pending is not None:
+                pending, self._store_pending = self._store_pending, None
+                ready = self._store_ready = anyio.Event()
+                try:
+                    self._store = await pending
+                except BaseException:
+                    self._rearm_store()
+                    raise
+                finally:
+                    ready.set()
+            elif self._store_ready is not None and not self._store_ready.is_set():
+                await self._store_ready.wait()
+            else:
+                raise StoreConfigurationError(
+                    "the state store failed to open (see the first error)"
+                )
         return self._store
+
+    def _rearm_store(self) -> None:
+        if self._store_reopen is None:
+            return
+        try:
+            self._set_store(self._store_reopen())
+        except Exception:  # the next caller gets "failed to open"; this caller its own error
+            log.exception("asking the store factory for a new opening failed")
 
     # ---- sync twins run on one event-loop thread per kernel
     def portal(self) -> anyio.from_thread.BlockingPortal:

@@ -345,3 +345,29 @@ def test_hook_recorder_sees_calls() -> None:
     assert "hookagent_state_loaded" in names and "hookagent_after_persist" in names
     assert recorder.named("hookagent_before_persist")[0].kwargs["outcome"] == "success"
     cfg.kernel.close_portal()
+
+
+async def test_a_cancelled_store_opening_is_retried_by_the_next_caller() -> None:
+    """A caller that gives up while the store opens (its timeout) must not leave the
+    configuration without a store: the factory is asked for a new opening."""
+    opened: list[int] = []
+
+    class Slow:
+        @hookimpl
+        def hookagent_register_state_stores(self, register: Any) -> None:
+            async def open_store(url: str, **options: Any) -> InMemoryAgentStateStore:
+                opened.append(len(opened))
+                if len(opened) == 1:
+                    await anyio.sleep(30)  # the database does not answer the first time
+                return InMemoryAgentStateStore()
+
+            register("slow-mem", open_store)
+
+    cfg = config(Slow(), state_store="slow-mem://x", model=ScriptedModel(default="done"))
+    with anyio.move_on_after(0.2) as scope:
+        await cfg.kernel.store()
+    assert scope.cancelled_caught
+    store = await cfg.kernel.store()
+    assert isinstance(store, InMemoryAgentStateStore) and opened == [0, 1]
+    assert await cfg.kernel.store() is store
+    await call(cfg)

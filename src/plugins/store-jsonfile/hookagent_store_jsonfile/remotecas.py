@@ -22,6 +22,7 @@ A backend that silently overwrites, or rejects ``"xb"``, is refused with
 
 from __future__ import annotations
 
+import errno
 import re
 import secrets
 import struct
@@ -125,7 +126,15 @@ class CasCore:
     def create(self, path: str, data: bytes) -> None:
         """Exclusive create; FileExistsError if the object exists."""
         parent = path.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
+        for attempt in range(3):
+            try:
+                self.fs.makedirs(parent, exist_ok=True)
+                break
+            except FileExistsError:
+                # directory-backed filesystems: the directory was removed (a rewrite cleaning
+                # up a superseded generation) between mkdir's EEXIST and its isdir check
+                if attempt == 2:
+                    raise FileNotFoundError(errno.ENOENT, "removed while created", parent) from None
         with self.fs.open(path, "xb") as fh:
             fh.write(data)
 

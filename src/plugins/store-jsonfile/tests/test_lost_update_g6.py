@@ -119,3 +119,33 @@ def test_saves_deletes_and_reads_racing_across_processes(tmp_path: Path) -> None
 
     anyio.run(final)
     assert not list(root.rglob(".tmp.*"))
+
+
+def test_a_directory_removed_while_created_is_a_lost_race(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mkdir -p on a directory filesystem can see EEXIST and then no directory (a rewrite
+    removed a superseded generation in between): retried, then reported as the directory
+    being gone, which the save treats as a lost compare-and-set, never as a crash."""
+    from hookagent_store_jsonfile.remotecas import CasCore
+
+    fs = fsspec.filesystem("file")
+    core = CasCore(fs, str(tmp_path), cache_slots=4)
+    real = fs.makedirs
+    races = [True]
+
+    def racing_makedirs(path: str, exist_ok: bool = False) -> None:
+        if races and races.pop():
+            raise FileExistsError(path)
+        real(path, exist_ok=exist_ok)
+
+    monkeypatch.setattr(fs, "makedirs", racing_makedirs)
+    core.create(f"{tmp_path}/g1/seg", b"x")  # one race, then it succeeds
+    assert (tmp_path / "g1" / "seg").read_bytes() == b"x"
+
+    def always_racing(path: str, exist_ok: bool = False) -> None:
+        raise FileExistsError(path)
+
+    monkeypatch.setattr(fs, "makedirs", always_racing)
+    with pytest.raises(FileNotFoundError):
+        core.create(f"{tmp_path}/g2/seg", b"y")

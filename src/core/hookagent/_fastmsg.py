@@ -166,10 +166,15 @@ def _tool_result(doc: dict[str, Any]) -> ToolResultBlock:
     state = doc.get("state", "success")
     if type(output) is not list or state not in _RESULT_STATES:
         raise Mismatch
+    if len(output) == 1 and type(only := output[0]) is dict and len(only) == 2:
+        # the common case inline: one text block, exactly the keys "type" and "text"
+        outs = (_text(only["text"]),) if only.get("type") == "text" else (_output(only),)
+    else:
+        outs = tuple(map(_output, output))
     block = _new(ToolResultBlock)
     _R_ID(block, _str(doc["id"]))
     _R_NAME(block, _str(doc["name"]))
-    _R_OUTPUT(block, tuple(map(_output, output)))
+    _R_OUTPUT(block, outs)
     _R_STATE(block, state)
     _R_TYPE(block, "tool_result")
     return block

@@ -168,7 +168,9 @@ def _tool_result(doc: dict[str, Any]) -> ToolResultBlock:
         raise Mismatch
     if len(output) == 1 and type(only := output[0]) is dict and len(only) == 2:
         # the common case inline: one text block, exactly the keys "type" and "text"
-        outs = (_text(only["text"]),) if only.get("type") == "text" else (_output(only),)
+        outs: tuple[Any, ...] = (
+            (_text(only["text"]),) if only.get("type") == "text" else (_output(only),)
+        )
     else:
         outs = tuple(map(_output, output))
     block = _new(ToolResultBlock)

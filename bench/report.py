@@ -63,17 +63,18 @@ def ours(root: Path) -> None:
     print("\n### W2 (200 sessions x 5 calls, 50 in flight), W3 (cold resume), build\n")
     print(
         "| store | W2 calls/s | p50 ms | p95 ms | client CPU s / wall s | errors "
-        "| W3 load+call ms (median of 3) | all reps | import s | store open ms "
+        "| W3 load+call ms (median of 3) | W3 CPU ms | all reps | import s | store open ms "
         "| build+close µs | async with µs |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for d in rows:
         w2, w3, b = d.get("w2", {}), d.get("w3", {}), d.get("build", {})
         reps = ", ".join(f(r.get("load_and_call_ms"), 0) for r in w3.get("reps", []))
         print(
             f"| {d['label']} | {f(w2.get('calls_per_s'), 0)} | {f(w2.get('lat_p50_ms'), 1)} "
             f"| {f(w2.get('lat_p95_ms'), 1)} | {f(w2.get('client_cpu_s'))} / {f(w2.get('wall_s'))} "
-            f"| {w2.get('errors', '-')} | {f(w3.get('load_and_call_ms_median'), 1)} | {reps or '-'} "
+            f"| {w2.get('errors', '-')} | {f(w3.get('load_and_call_ms_median'), 1)} "
+            f"| {f(w3.get('load_and_call_cpu_ms_median'), 1)} | {reps or '-'} "
             f"| {f(w3.get('import_s_median'))} | {f(w3.get('open_ms_median'), 1)} "
             f"| {f(b.get('build_close_us'), 1)} | {f(b.get('async_with_us'), 1)} |"
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,13 +45,44 @@ _LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("hookagent_store_jsonfile_io")
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 
 
+_POOL_LOCK = threading.Lock()
+
+
+def _fresh_lock() -> None:
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()  # a child may inherit it held by a thread it does not have
+
+
+os.register_at_fork(after_in_child=_fresh_lock)
+
+
 def _pool() -> ThreadPoolExecutor:
     """The process's pool (a fresh one after a fork: a child inherits no threads)."""
     global _POOL
     pool = _POOL
     if pool is None or pool[0] != os.getpid():
-        pool = _POOL = (os.getpid(), ThreadPoolExecutor(IO_THREADS, "hookagent-jsonfile"))
+        with _POOL_LOCK:  # two threads' first calls make one pool, not two
+            pool = _POOL
+            if pool is None or pool[0] != os.getpid():
+                pool = _POOL = (os.getpid(), ThreadPoolExecutor(IO_THREADS, "hookagent-jsonfile"))
     return pool[1]
+
+
+async def _wait(future: asyncio.Future[Any]) -> Any:
+    """The thread's result. A native asyncio cancellation (``task.cancel()``, ``wait_for``)
+    is held back until the thread is done, then re-raised; anyio's are shielded."""
+    cancelled: asyncio.CancelledError | None = None
+    with anyio.CancelScope(shield=True):
+        while not future.done():
+            try:
+                await asyncio.shield(future)
+            except asyncio.CancelledError as exc:
+                cancelled = cancelled or exc
+    if cancelled is not None:
+        if not future.cancelled():
+            future.exception()  # retrieved: the caller was cancelled, it gets the cancellation
+        raise cancelled
+    return future.result()
 
 
 async def run_blocking(func: Any, *args: Any) -> Any:
@@ -61,9 +93,11 @@ async def run_blocking(func: Any, *args: Any) -> Any:
     except RuntimeError:  # not asyncio (trio)
         pass
     else:
-        future = loop.run_in_executor(_pool(), call)
-        with anyio.CancelScope(shield=True):
-            return await future
+        try:
+            future = loop.run_in_executor(_pool(), call)
+        except RuntimeError:  # interpreter shutdown began (atexit): no new threads, run here
+            return call()
+        return await _wait(future)
     try:
         limiter = _LIMITER.get()
     except LookupError:

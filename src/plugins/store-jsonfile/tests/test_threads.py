@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +65,58 @@ async def test_a_cancelled_save_finishes_before_the_caller_returns(
     assert seen == [1]  # control came back to the cancelled caller only after the save
     monkeypatch.undo()
     assert (await store.get_versioned("u", "s")).version == 1
+
+
+def _slow_save(monkeypatch: pytest.MonkeyPatch, finished: list[int]) -> threading.Event:
+    entered = threading.Event()
+    real = LocalCore.save
+
+    def slow_save(self: LocalCore, *args: Any) -> int:
+        entered.set()
+        time.sleep(0.3)
+        version = real(self, *args)
+        finished.append(version)
+        return version
+
+    monkeypatch.setattr(LocalCore, "save", slow_save)
+    return entered
+
+
+def test_a_natively_cancelled_save_finishes_before_the_caller_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``task.cancel()`` and ``asyncio.wait_for`` (not anyio scopes) wait for the thread too."""
+    finished: list[int] = []
+    entered = _slow_save(monkeypatch, finished)
+
+    async def main() -> None:
+        store = LocalJsonFileStore(tmp_path)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(store.save_if_version("u", "a", AgentState("a", "u"), 0), 0.05)
+        assert finished == [1]
+        entered.clear()
+        task = asyncio.create_task(store.save_if_version("u", "b", AgentState("b", "u"), 0))
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert finished == [1, 1]
+
+    asyncio.run(main())
+
+
+def test_a_save_at_interpreter_exit_still_commits(tmp_path: Path) -> None:
+    """atexit handlers run after the thread pools stopped taking work: no RuntimeError."""
+    code = f"""
+import asyncio, atexit
+from hookagent.state import AgentState
+from hookagent_store_jsonfile import LocalJsonFileStore
+async def save():
+    return await LocalJsonFileStore({str(tmp_path)!r}).save_if_version(
+        "u", "s", AgentState("s", "u"), 0)
+atexit.register(lambda: print("saved", asyncio.run(save())))
+asyncio.run(LocalJsonFileStore({str(tmp_path)!r}).get_versioned("u", "x"))  # the pool exists
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "saved 1", out.stderr

@@ -73,13 +73,21 @@ class LocalReads(LocalTree):
     """Base of ``LocalCore``: reading the newest committed state of a key directory."""
 
     def _share(self, sd: int, kd: int, head: Head, where: str) -> int:
-        """The slot's lock file, flocked shared, once the head is still ``head``."""
+        """The slot's lock file, flocked shared, once the head is still ``head``; -1 if a
+        writer holds the lock (never waited for: a stalled writer must not hold up readers)."""
         try:
             lk = os.open(LOCK, io.READ_FLAGS, dir_fd=sd)
         except FileNotFoundError:
-            raise Retry from None  # the slot is being deleted
+            raise Retry from None
         try:
-            fcntl.flock(lk, fcntl.LOCK_SH)
+            fcntl.flock(lk, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lk)
+            return -1
+        except BaseException:
+            os.close(lk)
+            raise
+        try:
             if os.fstat(lk).st_nlink == 0 or self._read_head(kd, where) != head:
                 raise Retry
         except BaseException:
@@ -93,18 +101,22 @@ class LocalReads(LocalTree):
     ) -> Cached:  # fmt: skip
         """The newest committed state. ``locked``: the caller holds the exclusive flock.
 
-        With ``decode=False`` and nothing cached (a writer that only needs the version, count
-        and append point) the messages are not decoded: ``msgs`` is empty and nothing is cached.
-        ``log_fd``: the record file, opened by the caller (who closes it).
+        Bytes up to the ``.end`` hint (or already cached) are acknowledged commits, read with
+        no lock. Bytes beyond them are read under the shared flock (fsynced first: their writer
+        may have died before its fsync); if a writer holds the lock, the state at the hint is
+        returned instead. With ``decode=False`` and nothing cached (a writer that only needs
+        the version, count and append point) the messages are not decoded: ``msgs`` is empty
+        and nothing is cached. ``log_fd``: the record file, opened by the caller (who closes it).
         """
         hit = usable(self.cache.get(ck), head)
+        acked = read_hint(kd, head) if head.tail else 0
         fd = log_fd
         if fd < 0 and hit is not None and hit.size >= head.size:  # the usual warm load
             try:
                 st = os.stat(log_name(head.gen), dir_fd=kd, follow_symlinks=False)
             except FileNotFoundError:
                 raise Gone from None
-            if stat.S_ISREG(st.st_mode) and st.st_size == hit.size:
+            if stat.S_ISREG(st.st_mode) and st.st_size == hit.size and acked <= hit.size:
                 return hit  # nothing new (bytes past a format-1 head are never read)
         if fd < 0:
             try:
@@ -113,18 +125,26 @@ class LocalReads(LocalTree):
                 raise Gone from None
         lock = -1
         try:
-            known = head.size if hit is None else max(hit.size, head.size)
-            size = os.fstat(fd).st_size
-            acked = read_hint(kd, head) if head.tail else 0
-            if head.tail and (size > known or acked > size) and not locked:
-                lock = self._share(sd, kd, head, where)  # wait for a writer in flight
-                size = os.fstat(fd).st_size
-                acked = read_hint(kd, head)
-            if size < max(known, acked):
+            known = max(head.size, acked, 0 if hit is None else hit.size)
+            size = os.fstat(fd).st_size  # (after the hint: the file is never behind it)
+            if size < known:
                 raise CorruptState(
                     f"{where}: the history file is shorter than its committed length"
                 )
             end = size if head.tail else head.size
+            if end > known and not locked:
+                lock = self._share(sd, kd, head, where)
+                if lock < 0:
+                    end = known  # a writer is in flight: the state it may not cut back
+                else:
+                    end = os.fstat(fd).st_size
+                    acked = max(acked, read_hint(kd, head))
+                    if end < max(known, acked):
+                        raise CorruptState(
+                            f"{where}: the history file is shorter than its committed length"
+                        )
+                    if end > known:  # a writer may have died between its write and fsync
+                        self.dur.fsync(fd, "the history records (read beyond the hint)")
             if hit is not None and end == hit.size:
                 return hit
             start = 0 if hit is None else hit.size

@@ -1,0 +1,132 @@
+"""Readers against writers in flight: never a commit its writer may still cut back, never
+blocked behind a writer, never an older version than one acknowledged."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookagent.errors import CorruptState, StorageDurabilityError
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent_store_jsonfile.localcore import LocalCore
+
+from .test_protocol import key_dir, the_log
+
+K = "agent_state"
+
+
+def core(root: Path, cache_slots: int = 0) -> LocalCore:
+    return LocalCore(root, sweep_after=None, cache_slots=cache_slots, writers="multi")
+
+
+def grow(store: LocalCore, text: str) -> int:
+    got = store.get("u", "s", K)
+    state = got.state or AgentState("s", "u")
+    state.context.append(Msg.user(text))
+    return store.save("u", "s", state, got.version, K, None)
+
+
+def in_thread(func: Any) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(func())
+        except BaseException as exc:  # handed to the test
+            out.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out
+
+
+def test_a_reader_never_sees_a_frame_whose_fsync_then_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frame is written but its fsync fails and it is truncated: a reader during that
+    window returns the version before it (the shared-lock / hint guarantee), no rollback."""
+    w = core(tmp_path, 4)
+    grow(w, "a")
+    got = w.get("u", "s", K)
+    assert got.state is not None
+    got.state.context.append(Msg.user("b"))
+    inside, release = threading.Event(), threading.Event()
+
+    def failing(fd: int) -> None:
+        inside.set()
+        release.wait(30)
+        raise OSError(errno.EIO, "EIO")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    writer, res = in_thread(lambda: w.save("u", "s", got.state, got.version, K, None))
+    assert inside.wait(30)
+    reader, seen = in_thread(lambda: core(tmp_path).get("u", "s", K).version)
+    reader.join(30)  # must not wait for the writer (it would wait forever: never released)
+    release.set()
+    writer.join(30)
+    monkeypatch.undo()
+    assert isinstance(res[0], StorageDurabilityError)
+    assert seen == [1]
+    assert core(tmp_path).get("u", "s", K).version == 1
+
+
+def test_a_stalled_writer_does_not_block_readers(tmp_path: Path) -> None:
+    """A writer holding the flock mid-append (slow fsync, stopped process): readers return the
+    acknowledged state at once, instead of filling the thread pool while they wait."""
+    w = core(tmp_path, 4)
+    grow(w, "a")
+    grow(w, "b")  # an append: the hint now records its end
+    log = the_log(tmp_path)
+    lk = os.open(key_dir(tmp_path).parent / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        with open(log, "ab") as f:  # a complete-looking frame start, never fsynced
+            f.write(b"HAJD" + b"\0" * 10)
+        for cache in (0, 4):
+            reader, seen = in_thread(lambda c=cache: core(tmp_path, c).get("u", "s", K).version)
+            reader.join(30)
+            assert seen == [2], "a reader waited for the writer's lock"
+    finally:
+        os.close(lk)
+
+
+def test_a_commit_beyond_the_hint_is_fsynced_before_it_is_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer killed between its write and its fsync leaves a complete frame the hint does not
+    cover: a reader that returns it fsyncs it first (reads return only durable versions)."""
+    w = core(tmp_path, 4)
+    grow(w, "a")
+    grow(w, "b")
+    hint = (key_dir(tmp_path) / ".end").read_bytes()
+    grow(w, "c")
+    (key_dir(tmp_path) / ".end").write_bytes(hint)  # as if killed before the hint was written
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    assert core(tmp_path).get("u", "s", K).version == 3
+    assert synced, "a commit beyond the hint was returned without an fsync"
+
+
+def test_a_warm_reader_fails_closed_when_acknowledged_commits_are_cut_off(
+    tmp_path: Path,
+) -> None:
+    """Cut back to exactly the size a reader has cached: the hint shows commits acknowledged
+    beyond it, so the warm reader fails closed like a fresh one (not an older version)."""
+    w, r = core(tmp_path, 4), core(tmp_path, 4)
+    grow(w, "a")
+    grow(w, "b")
+    assert r.get("u", "s", K).version == 2
+    size = the_log(tmp_path).stat().st_size
+    assert (grow(w, "c"), grow(w, "d")) == (3, 4)
+    os.truncate(the_log(tmp_path), size)
+    with pytest.raises(CorruptState):
+        core(tmp_path, 4).get("u", "s", K)
+    with pytest.raises(CorruptState):
+        r.get("u", "s", K)

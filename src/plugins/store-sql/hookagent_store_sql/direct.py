@@ -25,20 +25,21 @@ async def direct_save(
     certainly did not run). ``read_with`` is the store's retrying read, for the read-back."""
     key = (plan.u, plan.h, plan.s, plan.k)
     count = len(plan.messages)
+    now = utcnow()  # sent, and read back: with the head, it tells our write from another's
     attempt: Callable[[], Awaitable[bool]]
     if plan.is_append():
         cached = plan.cached
         assert cached is not None
         rows = plan.new_rows()
         cas = (cached.version, cached.generation, plan.base)
-        new = (cached.version + 1, count, plan.head, utcnow())
+        new = (cached.version + 1, count, plan.head, now)
         before, result = cached.version, (cached.version + 1, cached.generation)
         attempt = lambda: direct.append(key, cas, new, rows)  # noqa: E731
     elif plan.is_create():
         rows = plan.new_rows()
         generation = new_generation()
         before, result = -1, (1, generation)  # no version -1: "absent" stays unknown
-        attempt = lambda: direct.create(key, generation, plan.head, utcnow(), rows)  # noqa: E731
+        attempt = lambda: direct.create(key, generation, plan.head, now, rows)  # noqa: E731
     else:
         return None
     try:
@@ -46,12 +47,14 @@ async def direct_save(
     except TRANSLATED as exc:
         if is_retryable(exc):
             return None  # a deadlock/serialization victim or SQLite busy: nothing applied
+        if getattr(exc, pg_direct.NOT_SENT, False):
+            return None  # it never reached the server (a closed connection, a failed connect)
         if not is_disconnect(exc):
             raise translate(exc, "save") from exc
         # the connection went: the statement may or may not have run; look
         seq = rows[0][0] if rows else 0
         applied = await pg_direct.resolve(
-            lambda: read_with("save", lambda: direct.probe(plan.u, plan.h, seq)),
+            lambda: read_with("save", lambda: direct.probe(plan.u, plan.h, seq, plan.head, now)),
             before=before,
             after=(*result, count),
             first_body=rows[0][3] if rows else None,

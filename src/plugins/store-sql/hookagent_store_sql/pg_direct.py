@@ -5,8 +5,10 @@ Why: through SQLAlchemy a statement costs about 0.3 ms of client CPU (compilatio
 parameter processing, result rows) plus greenlet hops; a cold load of 4,000 rows spent most
 of its time building SQLAlchemy rows. Here one greenlet hop checks a pooled connection out,
 runs one asyncpg statement (prepared once per connection by asyncpg's statement cache) and
-checks it back in; rows stay asyncpg ``Record`` tuples. The pool, its options
-(``pool_size``, ``connect_args``, pre-ping ...) and ``engine.dispose()`` are SQLAlchemy's.
+checks it back in; rows stay asyncpg ``Record`` tuples. The pool, its size options,
+``connect_args`` and ``engine.dispose()`` are SQLAlchemy's; statements are prepared by asyncpg's
+own statement cache (``connect_args={"statement_cache_size": 0}`` turns it off, e.g. behind
+pgbouncer in transaction mode).
 
 Each statement is one implicit transaction (autocommit), so it applies wholly or not at all:
 * load: ``UNION ALL`` of the head row and the message rows past ``start`` (one statement,
@@ -15,12 +17,17 @@ Each statement is one implicit transaction (autocommit), so it applies wholly or
 * create: a writable CTE whose ``INSERT ... ON CONFLICT DO NOTHING`` of the slot gates the
   message rows (rows left under the address are replaced or deleted in the same statement).
 Anything else (fences, rewrites, unconditional saves, deletes) uses the transaction path.
-Driver errors are wrapped as SQLAlchemy ``DBAPIError`` (a dead connection is invalidated in
-the pool and marked ``connection_invalidated``), so the store's error rules apply unchanged.
+Driver errors are wrapped as SQLAlchemy ``DBAPIError`` (``connection_invalidated`` when the
+connection died). As in SQLAlchemy, a dead connection invalidates the whole pool (every
+connection made before it is replaced at its next check-out), and a checked-out connection
+asyncpg already knows is closed is dropped before anything is sent on it. An error raised
+before the statement was sent carries ``NOT_SENT``; one where the server ended the session
+(``57P0x``: the backend exits, so its statement can no longer commit) carries ``SERVER_ENDED``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -43,6 +50,16 @@ T = TypeVar("T")
 Columns = tuple[list[int], list[str], list[str], list[str]]
 
 _DISCONNECT_STATES = ("08", "57")  # connection exception, operator intervention (terminate)
+_NOT_DISCONNECT = ("57014",)  # query_canceled (statement timeout, pg_cancel_backend): rolled back
+_CHECKOUTS = 3  # after the first dead one the pool is invalidated: the next is a fresh connection
+NOT_SENT = "hookagent_not_sent"
+"""Attribute set (True) on an error raised before the statement reached the server."""
+SERVER_ENDED = "hookagent_server_ended"
+"""Attribute set (True) when the server reported ending the session (57P01/57P02/...)."""
+
+
+def _disconnect_state(state: str) -> bool:
+    return state[:2] in _DISCONNECT_STATES and state not in _NOT_DISCONNECT
 
 
 def usable(engine: AsyncEngine) -> bool:
@@ -55,7 +72,7 @@ def wrap(exc: BaseException, statement: str, disconnected: bool) -> BaseExceptio
     if isinstance(exc, sa_exc.SQLAlchemyError) or not isinstance(exc, Exception):
         return exc
     state = getattr(exc, "sqlstate", None) or ""
-    disconnected = disconnected or state[:2] in _DISCONNECT_STATES
+    disconnected = disconnected or _disconnect_state(state)
     cls: type[sa_exc.DBAPIError]
     if state[:2] == "22":
         cls = sa_exc.DataError
@@ -125,7 +142,8 @@ SELECT (SELECT count(*) FROM new_slot), (SELECT count(*) FROM ins)"""  # noqa: S
         self.probe_sql = f"""
 SELECT s.version, s.generation, s.message_count,
     (SELECT m.body FROM {messages} m
-     WHERE m.user_id = s.user_id AND m.slot_hash = s.slot_hash AND m.seq = $3)
+     WHERE m.user_id = s.user_id AND m.slot_hash = s.slot_hash AND m.seq = $3),
+    s.head = $4 AND s.updated_at = $5
 FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
 
     # ------------------------------------------------------------------ plumbing
@@ -135,36 +153,66 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         return await greenlet_spawn(self._in_greenlet, statement, fn)
 
     def _in_greenlet(self, statement: str, fn: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        try:
-            fairy = self._pool_engine.raw_connection()
-        except Exception as exc:
-            err = wrap(exc, statement, isinstance(exc, (OSError, ConnectionError)))
-            if err is exc:
-                raise
-            raise err from exc
-        try:
-            driver = fairy.driver_connection
-            assert driver is not None
+        for attempt in range(_CHECKOUTS):
             try:
-                return await_(fn(driver))
-            except Exception as exc:
-                dead = (
-                    driver.is_closed()
-                    or isinstance(exc, (OSError, ConnectionError, TimeoutError))
-                    or isinstance(exc, asyncpg.InterfaceError)
-                    or (getattr(exc, "sqlstate", None) or "")[:2] in _DISCONNECT_STATES
-                )
-                if dead:
-                    fairy.invalidate(exc)  # never hand this connection out again
-                err = wrap(exc, statement, dead)
+                fairy = self._pool_engine.raw_connection()
+            except Exception as exc:  # the connect failed: nothing was sent
+                disconnected = isinstance(exc, (OSError, ConnectionError))
+                err = _marked(wrap(exc, statement, disconnected), not_sent=True)
                 if err is exc:
                     raise
                 raise err from exc
-            except BaseException as exc:  # cancelled mid-statement: the protocol state is lost
-                fairy.invalidate(exc)
-                raise
-        finally:
-            fairy.close()
+            try:
+                driver = fairy.driver_connection
+                assert driver is not None
+                if driver.is_closed():  # died while pooled (restart, idle kill): take another
+                    self._invalidate_pool(fairy, None)
+                    continue
+                try:
+                    return await_(fn(driver))
+                except Exception as exc:
+                    state = getattr(exc, "sqlstate", None) or ""
+                    # asyncpg checks the connection is open before it sends anything
+                    unsent = isinstance(exc, asyncpg.InterfaceError) and str(exc) == (
+                        "connection is closed"
+                    )
+                    dead = (
+                        unsent
+                        or driver.is_closed()
+                        or isinstance(exc, (OSError, ConnectionError, TimeoutError))
+                        or isinstance(exc, asyncpg.InterfaceError)
+                        or _disconnect_state(state)
+                    )
+                    if dead:
+                        self._invalidate_pool(fairy, exc)
+                    if unsent and attempt + 1 < _CHECKOUTS:
+                        continue
+                    ended = state[:3] == "57P"
+                    err = _marked(wrap(exc, statement, dead), not_sent=unsent, ended=ended)
+                    if err is exc:
+                        raise
+                    raise err from exc
+                except BaseException as exc:  # cancelled mid-statement: the protocol state is lost
+                    fairy.invalidate(exc)
+                    raise
+            finally:
+                fairy.close()
+        cause = ConnectionError(f"no live pooled connection after {_CHECKOUTS} check-outs")
+        err = sa_exc.OperationalError(statement, None, cause, connection_invalidated=True)
+        raise _marked(err, not_sent=True) from cause
+
+    def _invalidate_pool(self, fairy: Any, exc: BaseException | None) -> None:
+        """What SQLAlchemy does on a disconnect: drop this connection, and mark every pooled
+        connection made before now for replacement at its next check-out (a restart or an
+        idle kill usually took them all)."""
+        pool = self._pool_engine.pool
+        invalidate = getattr(pool, "_invalidate", None)
+        if invalidate is not None:  # SQLAlchemy's own call on a disconnect (it checks the
+            invalidate(fairy, exc)  # connection's age, so a stale one spares fresh ones)
+        else:  # pragma: no cover - the attribute SQLAlchemy 2.x uses for the same thing
+            pool._invalidate_time = time.time()  # type: ignore[attr-defined]
+        if fairy.is_valid:
+            fairy.invalidate(exc)
 
     # ------------------------------------------------------------------ statements
 
@@ -203,10 +251,11 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         got = await self.run(sql, lambda c: c.fetchrow(sql, *args))
         return bool(got is not None and got[0] == 1 and got[1] == len(rows))
 
-    async def probe(self, user_id: str, h: str, seq: int) -> Any:
-        """(version, generation, count, body at seq) of the slot, or None if it is absent."""
+    async def probe(self, user_id: str, h: str, seq: int, head: str, now: datetime) -> Any:
+        """(version, generation, count, body at seq, ours) of the slot, or None if absent;
+        ours: its head and updated_at are exactly the ones the lost statement sent."""
         sql = self.probe_sql
-        return await self.run(sql, lambda c: c.fetchrow(sql, user_id, h, seq))
+        return await self.run(sql, lambda c: c.fetchrow(sql, user_id, h, seq, head, now))
 
     async def warm(self) -> None:
         """Run the load, append and probe once on a pooled connection, for no slot (the empty
@@ -217,7 +266,7 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
             await c.fetch(self.load_sql, "", "", 0)
             none: Columns = ([], [], [], [])
             await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, "", "", *none)
-            await c.fetchrow(self.probe_sql, "", "", 0)
+            await c.fetchrow(self.probe_sql, "", "", 0, "", datetime(2000, 1, 1))
 
         await self.run("warm", run_all)
 
@@ -230,11 +279,15 @@ async def resolve(
     first_body: str | None,
     cause: BaseException,
 ) -> bool:
-    """After a lost connection: True if the statement is there, False if it certainly did not
-    run (the slot is still at version ``before``), else ``StoreUnavailable``.
+    """After a lost connection: True if the slot holds exactly our write, False if it
+    certainly never will (still at ``before`` and the server said it ended the session), else
+    ``StoreUnavailable``.
 
     ``after`` is (version, generation, count) the statement would have left; ``first_body``
-    the body of its first new row (None if it wrote no row).
+    the body of its first new row (None if it wrote no row). The probe's last column says the
+    head and ``updated_at`` are the ones we sent: another writer's save that left the same
+    (version, generation, count) is not ours. Still at ``before`` proves nothing by itself: a
+    backend whose client went away may still be waiting for a row lock and commit later.
     """
     try:
         row = await probe()
@@ -242,14 +295,28 @@ async def resolve(
         raise StoreUnavailable(
             "save: the connection was lost and the outcome is unknown"
         ) from cause
-    if row is not None and row[0] == before:
+    if row is not None and row[0] == before and getattr(cause, SERVER_ENDED, False):
         return False
-    if row is not None and tuple(row[:3]) == after and (first_body is None or row[3] == first_body):
+    if (
+        row is not None
+        and tuple(row[:3]) == after
+        and (first_body is None or row[3] == first_body)
+        and row[4]
+    ):
         return True
     raise StoreUnavailable(
-        "save: the connection was lost and another writer has moved the slot since; "
-        "the outcome is unknown"
+        "save: the connection was lost and the outcome is unknown (the slot does not hold "
+        "this save, and its statement may still be applied)"
     ) from cause
+
+
+def _marked(err: BaseException, *, not_sent: bool = False, ended: bool = False) -> BaseException:
+    """``err`` carrying what is known about the statement's fate."""
+    if not_sent:
+        setattr(err, NOT_SENT, True)
+    if ended:
+        setattr(err, SERVER_ENDED, True)
+    return err
 
 
 def columns_of(rows: Sequence[tuple[int, str, str, str]]) -> Columns:

@@ -84,7 +84,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""  # noqa: S608
         self.probe_sql = f"""
 SELECT version, generation, message_count,
     (SELECT body FROM {messages} WHERE user_id = s.user_id AND slot_hash = s.slot_hash
-     AND seq = ?)
+     AND seq = ?),
+    head = ? AND updated_at = ?
 FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
     # ------------------------------------------------------------------ plumbing
@@ -93,7 +94,10 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
         return await self._runner.call(self._in_thread, fn)
 
     def _in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        fairy = self._engine.raw_connection()
+        try:
+            fairy = self._engine.raw_connection()
+        except sqlite3.Error as exc:  # e.g. the file cannot be opened: typed like the rest
+            raise wrap(exc, "connect") from exc
         try:
             conn = fairy.driver_connection
             assert conn is not None
@@ -186,12 +190,14 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
         return await self._batch.write(body)
 
-    async def probe(self, user_id: str, h: str, seq: int) -> Any:
-        """(version, generation, count, body at seq) of the slot, or None if it is absent."""
+    async def probe(self, user_id: str, h: str, seq: int, head: str, now: datetime) -> Any:
+        """(version, generation, count, body at seq, ours) of the slot, or None if absent;
+        ours: its head and updated_at are exactly the ones the save wrote."""
+        args = (seq, head, timestamp(now), user_id, h)
 
         def run(conn: sqlite3.Connection) -> Any:
             try:
-                return conn.execute(self.probe_sql, (seq, user_id, h)).fetchone()
+                return conn.execute(self.probe_sql, args).fetchone()
             except sqlite3.Error as exc:
                 raise wrap(exc, "load") from exc
 

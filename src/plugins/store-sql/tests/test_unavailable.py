@@ -156,7 +156,8 @@ async def test_pg_one_statement_append_resolves_a_lost_connection(
     applied: bool, tmp_path: Path, monkeypatch
 ) -> None:
     """The append statement autocommits: after a lost connection the store reads back whether
-    it ran (then reports success) or not (then saves through the transaction path), once."""
+    our write is there (then reports success); a slot still at the old version proves nothing
+    (the statement may yet run), so that is StoreUnavailable, and the slot is left alone."""
     from hookagent.messages import Msg
     from hookagent_store_sql.pg_direct import PgDirect
     from sqlalchemy.exc import OperationalError
@@ -175,11 +176,18 @@ async def test_pg_one_statement_append_resolves_a_lost_connection(
         got = await store.get_versioned("u", "s")
         got.state.context.append(Msg.user("once"))
         monkeypatch.setattr(PgDirect, "append", lossy)
-        assert await store.save_if_version("u", "s", got.state, 1) == 2
+        if applied:
+            assert await store.save_if_version("u", "s", got.state, 1) == 2
+        else:
+            with pytest.raises(StoreUnavailable, match="unknown"):
+                await store.save_if_version("u", "s", got.state, 1)
         monkeypatch.setattr(PgDirect, "append", real)
         other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
         final = await other.get_versioned("u", "s")
-        assert final.version == 2 and [m.text for m in final.state.context] == ["once"]
+        if applied:
+            assert final.version == 2 and [m.text for m in final.state.context] == ["once"]
+        else:
+            assert final.version == 1 and final.state.context == []
 
 
 @pytest.mark.parametrize("applied", [True, False])

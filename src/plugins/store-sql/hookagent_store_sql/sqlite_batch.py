@@ -48,8 +48,35 @@ class GroupCommit:
             self._pending.append((work, future, loop))
             start, self._scheduled = not self._scheduled, True
         if start:
-            self._runner.submit(self._flush)
+            try:
+                self._runner.submit(self._flush)
+            except BaseException as exc:  # e.g. the executor is shut down: nothing will run
+                with self._lock:
+                    self._pending = [p for p in self._pending if p[1] is not future]
+                    self._scheduled = False
+                    others = self._pending
+                if others:  # queued meanwhile, behind a flush that never came: try again
+                    self._restart()
+                raise StoreUnavailable(f"save: the database thread is gone: {exc!r}") from exc
         return await future
+
+    def _restart(self) -> None:
+        with self._lock:
+            start, self._scheduled = not self._scheduled and bool(self._pending), True
+        if not start:
+            return
+        try:
+            self._runner.submit(self._flush)
+        except BaseException as exc:
+            with self._lock:
+                batch, self._pending, self._scheduled = self._pending, [], False
+            for _, future, loop in batch:
+                err = StoreUnavailable(f"save: the database thread is gone: {exc!r}")
+                err.__cause__ = exc
+                try:
+                    loop.call_soon_threadsafe(_settle, future, err)
+                except RuntimeError:
+                    pass
 
     # ------------------------------------------------------------------ in the file's thread
 
@@ -66,18 +93,26 @@ class GroupCommit:
             finally:
                 fairy.close()
         except BaseException as exc:  # e.g. the connection could not be made
-            outcomes = [self._wrap(exc, "save") for _ in batch]
+            outcomes = [self._error(exc) for _ in batch]
         for (_, future, loop), outcome in zip(batch, outcomes, strict=True):
             try:
                 loop.call_soon_threadsafe(_settle, future, outcome)
             except RuntimeError:  # that event loop is closed: nobody waits any more
                 pass
 
+    def _error(self, exc: BaseException) -> BaseException:
+        """A new error object for one save of a failed batch (never one shared by several)."""
+        err = self._wrap(exc, "save")
+        if err is exc:  # not a driver error: wrap it anyway, so each caller gets its own
+            err = StoreUnavailable(f"save: {exc!r}")
+            err.__cause__ = exc
+        return err
+
     def _run(self, conn: sqlite3.Connection, works: list[Work]) -> list[Any]:
         try:
             conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not half-way
         except sqlite3.Error as exc:
-            return [self._wrap(exc, "save") for _ in works]
+            return [self._error(exc) for _ in works]
         alone = len(works) == 1
         outcomes: list[Any] = []
         for work in works:

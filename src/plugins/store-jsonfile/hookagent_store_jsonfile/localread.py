@@ -126,7 +126,10 @@ class LocalReads(LocalTree):
         lock = -1
         try:
             known = max(head.size, acked, 0 if hit is None else hit.size)
-            size = os.fstat(fd).st_size  # (after the hint: the file is never behind it)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise CorruptState(f"{where}: the history file is not a regular file")
+            size = st.st_size  # (after the hint: the file is never behind it)
             if size < known:
                 raise CorruptState(
                     f"{where}: the history file is shorter than its committed length"

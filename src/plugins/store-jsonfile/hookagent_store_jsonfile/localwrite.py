@@ -62,8 +62,11 @@ class LocalWrites(LocalReads):
         """Record the acknowledged end (best effort, no fsync: the commit is already durable)."""
         try:
             fd = os.open(
-                HINT, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=kd
-            )
+                HINT,
+                os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                0o600,
+                dir_fd=kd,
+            )  # (non-blocking: a planted FIFO is refused by pwrite, never waited on)
             try:
                 os.pwrite(fd, encode_hint(gen, end), 0)
             finally:

@@ -26,7 +26,8 @@ from hookagent.errors import (
 from .layout import TMP_PREFIX
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+"""Non-blocking: a FIFO planted in the tree is opened at once, then refused (not regular)."""
 NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
@@ -122,7 +123,8 @@ def read_file(dir_fd: int, name: str) -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise CorruptState(f"{name!r} in the store tree is not a regular file")
-        # the files read whole (head, fence) are replaced by rename, never written in place
+        # head and fence are replaced by rename; ``.end`` is written in place, but a torn or
+        # mixed read fails its crc and counts as no hint
         return _pread(fd, st.st_size, 0)
     finally:
         os.close(fd)

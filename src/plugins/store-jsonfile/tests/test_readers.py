@@ -14,6 +14,7 @@ import pytest
 from hookagent.errors import CorruptState, StorageDurabilityError
 from hookagent.messages import Msg
 from hookagent.state import AgentState
+from hookagent.store.base import Fence
 from hookagent_store_jsonfile.localcore import LocalCore
 
 from .test_protocol import key_dir, the_log
@@ -130,3 +131,27 @@ def test_a_warm_reader_fails_closed_when_acknowledged_commits_are_cut_off(
         core(tmp_path, 4).get("u", "s", K)
     with pytest.raises(CorruptState):
         r.get("u", "s", K)
+
+
+@pytest.mark.parametrize("name", [".end", "head", "../.fence"])
+def test_a_planted_fifo_is_refused_not_waited_on(tmp_path: Path, name: str) -> None:
+    """A FIFO in place of a file read whole would block its opener (inside the exclusive flock
+    for a writer) forever: it is opened non-blocking and refused as not a regular file."""
+    w = core(tmp_path, 4)
+    grow(w, "a")
+    grow(w, "b")
+    path = key_dir(tmp_path) / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    got = AgentState("s", "u")
+    got.context.extend([Msg.user("a"), Msg.user("b"), Msg.user("c")])
+    fence = Fence(1, "me") if name == "../.fence" else None
+    for op in (
+        lambda: w.get("u", "s", K),
+        lambda: core(tmp_path).get("u", "s", K),
+        lambda: w.save("u", "s", got, 2, K, fence),
+    ):
+        t, out = in_thread(op)
+        t.join(30)
+        assert out, f"blocked on a FIFO at {name}"
+        assert not isinstance(out[0], BaseException) or isinstance(out[0], CorruptState), out

@@ -1,15 +1,17 @@
-"""The local-disk store's synchronous core: the save protocol and loads.
+"""The local-disk store's synchronous core: the save protocol and loads (format 2).
 
-Save (under the slot's flock): read the head; check fence and version; then either
+Save (under the slot's exclusive flock): read the head and any commit frames after it; check
+fence and version; then either
 
-* append: write the new records at the committed byte offset of the current generation's
-  record file (dropping any uncommitted tail a crashed writer left), fsync it; or
-* rewrite: write every record to a fresh ``h<new gen>.log`` (O_EXCL), fsync it;
+* append: one commit frame (new messages + state head) written at the end of the last commit
+  of the record file (dropping an uncommitted tail a killed writer left), then one fsync (the
+  commit point) and an unsynced ``.end`` hint of where it ends; or
+* compaction (an append once the frames after the head outweigh 1/8 of its base) or rewrite:
+  a fresh ``h<new gen>.log`` (O_EXCL), fsync, a new head by temp file + fsync + ``os.replace``
+  (the commit point), fsync of the directory (three fsyncs, a new generation).
 
-then write the new head to a temp file, fsync, ``os.replace`` it over ``head`` (the commit
-point) and fsync the directory. A crash before the rename leaves the old head, which only
-covers bytes that were already committed. Reads take no lock: they read the head, then only
-the committed bytes of the record file that the head names.
+Reads take no lock for bytes up to the hint (or already cached); bytes beyond it are read under
+the flock taken shared without waiting (see ``localread``).
 """
 
 from __future__ import annotations

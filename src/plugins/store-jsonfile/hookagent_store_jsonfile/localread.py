@@ -1,10 +1,13 @@
 """Loading a slot on local disk: the head, then only the record-file bytes not yet cached.
 
 A format-2 head names the committed base; commit frames after it are newer commits, made by
-one write + fsync under the slot's exclusive flock. A reader that finds bytes beyond what it
-knows takes the slot's flock *shared* while it reads them, so it never sees a commit whose
-writer is still between its write and its fsync (or about to truncate it after a failed
-fsync): it waits for that writer. With nothing new (the usual warm load) it takes no lock.
+one write + fsync under the slot's exclusive flock, then recorded in the ``.end`` hint. Bytes
+up to the hint are acknowledged (fsynced, never cut back): read with no lock. Bytes beyond it
+may be a writer's between its write and its fsync (or about to be truncated after a failed
+fsync), so they are read only under the slot's flock taken *shared* without waiting, and
+fsynced before they are returned (their writer may have died before its fsync). If a writer
+holds the lock, the reader returns the state at the hint rather than wait: a stalled writer
+must not hold up the process's few worker threads.
 """
 
 from __future__ import annotations

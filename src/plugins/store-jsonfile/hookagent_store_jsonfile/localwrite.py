@@ -89,11 +89,14 @@ class LocalWrites(LocalReads):
         try:
             io.write_all(fd, data, tip.size)
             self.dur.fsync(fd, "the history records")
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.ftruncate(fd, tip.size)  # leave the old state byte-identical
-            except OSError:
-                pass
+            except OSError as cut:
+                exc.add_note(
+                    f"{where}: the uncommitted commit frame could not be truncated away ({cut}); "
+                    "if it was written whole, other processes will read it as committed"
+                )
             raise
         self._write_hint(kd, tip.gen, tip.size + len(data))
         hit = self.cache.get(ck)

@@ -3,7 +3,8 @@
 The base (bytes ``[0, head.size)``) is committed by the head itself: it must parse whole into
 exactly ``head.count`` messages, as format-1 records (``records``) and/or batch frames
 (``frames``); a record starts with a length below 1 MiB (first byte 0), a frame with
-``HAJF``, so the two never look alike. The tail after a format-2 head is a sequence of frames;
+``HAJD`` (raw deflate; ``HAJF``: zlib, written by the first format-2 commits and still read),
+so the two never look alike. The tail after a format-2 head is a sequence of frames;
 the last complete commit frame is the newest committed state, and an incomplete last frame is
 an uncommitted leftover of a killed writer.
 """

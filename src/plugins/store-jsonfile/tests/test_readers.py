@@ -155,3 +155,23 @@ def test_a_planted_fifo_is_refused_not_waited_on(tmp_path: Path, name: str) -> N
         t.join(30)
         assert out, f"blocked on a FIFO at {name}"
         assert not isinstance(out[0], BaseException) or isinstance(out[0], CorruptState), out
+
+
+def test_a_failed_truncate_after_a_failed_fsync_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the frame of a failed append cannot be cut back, the error says it may be read."""
+    w = core(tmp_path, 4)
+    grow(w, "a")
+    got = w.get("u", "s", K)
+    assert got.state is not None
+    got.state.context.append(Msg.user("b"))
+
+    def fail(*args: Any) -> None:
+        raise OSError(errno.EIO, "EIO")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    monkeypatch.setattr(os, "ftruncate", fail)
+    with pytest.raises(StorageDurabilityError) as info:
+        w.save("u", "s", got.state, got.version, K, None)
+    assert any("read it as committed" in n for n in getattr(info.value, "__notes__", []))

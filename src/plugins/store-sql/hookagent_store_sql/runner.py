@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from hookagent.errors import StoreUnavailable
 from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -83,16 +84,23 @@ class ThreadRunner:
         with self.engine.connect() as conn:
             return in_transaction(conn, fn, committing, True)
 
+    def _in_thread(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """The future of ``fn(*args)`` in the file's thread; ``StoreUnavailable`` if that
+        thread is gone (its executor shut down, e.g. at interpreter exit), not RuntimeError."""
+        try:
+            return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:
+            raise StoreUnavailable(f"the SQLite file's thread is gone: {exc}") from exc
+
     async def read(self, fn: Op) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._read, fn)
+        return await self._in_thread(self._read, fn)
 
     async def write(self, fn: Op, committing: list[bool]) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._write, fn, committing)
+        return await self._in_thread(self._write, fn, committing)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in the file's thread (the direct path's operations)."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        return await self._in_thread(fn, *args)
 
     def submit(self, fn: Callable[[], Any]) -> None:
         """Queue ``fn()`` in the file's thread without waiting (it reports by itself)."""

@@ -57,6 +57,8 @@ async def test_saves_after_the_thread_is_gone_fail_and_never_hang(tmp_path: Path
                 )
         batch = store._direct._batch  # type: ignore[union-attr]
         assert batch._pending == [] and batch._scheduled is False
+        with pytest.raises(StoreUnavailable):  # loads too: typed, not RuntimeError
+            await store.get_versioned("u", "other")
     finally:
         store._closed = True  # its thread is gone: only the engine is left to close
 

@@ -154,7 +154,7 @@ class LocalJsonFileStore:
         return f"LocalJsonFileStore({str(self.root)!r})"
 
     async def _run(self, func: Any, *args: Any) -> Any:
-        return await run_blocking(func, *args)
+        return await run_blocking(self._core.call, func, *args)
 
     async def get_versioned(
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY

@@ -21,8 +21,9 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from hookagent.codec import decode_head, encode_head, encode_msg
 from hookagent.errors import (
@@ -47,6 +48,8 @@ from .localwrite import COMPACT_MIN, COMPACT_RATIO, LocalWrites
 from .mounts import fs_type, is_network
 from .records import Head, decode_fence, encode_fence
 
+T = TypeVar("T")
+
 
 class LocalCore(LocalWrites):
     """Blocking implementation; the async store runs each method in a worker thread."""
@@ -62,35 +65,56 @@ class LocalCore(LocalWrites):
         self._heads: dict[bytes, Head] = {}  # head file content -> decoded (immutable)
         self._root_fd: int | None = None
         self._open_lock = threading.Lock()
+        self._busy = 0  # operations in flight (``call``)
+        self._closing: list[int] = []  # root fds closed while operations were in flight
         self._swept: set[tuple[str, str, str]] = set()
 
     # ------------------------------------------------------------------ root
 
     def root(self) -> int:
         self.dur.check()
-        if self._root_fd is None:
+        root = self._root_fd  # read once: a concurrent close() may reset it
+        if root is not None:
+            return root
+        with self._open_lock:
+            if self._root_fd is None:
+                try:
+                    self.root_path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    fd = os.open(self.root_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except OSError as exc:
+                    raise io.mapped(exc, f"opening the store root {self.root_path}") from exc
+                if self.writers == "multi" and is_network(self.root_path):
+                    os.close(fd)
+                    raise StoreConfigurationError(
+                        f"{self.root_path} is on a network filesystem "
+                        f"({fs_type(self.root_path)}), where flock is unreliable: "
+                        "multi-writer mode is refused; pass writers='single' if exactly "
+                        "one process writes this store"
+                    )
+                self._root_fd = fd
+            return self._root_fd
+
+    def call(self, func: Callable[..., T], *args: Any) -> T:
+        """Run one operation; a ``close`` meanwhile defers closing the root fd it may use
+        (a closed fd's number is soon reused, e.g. by another store's root)."""
+        with self._open_lock:
+            self._busy += 1
+        try:
+            return func(*args)
+        finally:
             with self._open_lock:
-                if self._root_fd is None:
-                    try:
-                        self.root_path.mkdir(mode=0o700, parents=True, exist_ok=True)
-                        fd = os.open(self.root_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                    except OSError as exc:
-                        raise io.mapped(exc, f"opening the store root {self.root_path}") from exc
-                    if self.writers == "multi" and is_network(self.root_path):
-                        os.close(fd)
-                        raise StoreConfigurationError(
-                            f"{self.root_path} is on a network filesystem "
-                            f"({fs_type(self.root_path)}), where flock is unreliable: "
-                            "multi-writer mode is refused; pass writers='single' if exactly "
-                            "one process writes this store"
-                        )
-                    self._root_fd = fd
-        return self._root_fd
+                self._busy -= 1
+                if not self._busy:
+                    while self._closing:
+                        os.close(self._closing.pop())
 
     def close(self) -> None:
         with self._open_lock:
             if self._root_fd is not None:
-                os.close(self._root_fd)
+                if self._busy:
+                    self._closing.append(self._root_fd)
+                else:
+                    os.close(self._root_fd)
                 self._root_fd = None
         self.cache.clear()
 

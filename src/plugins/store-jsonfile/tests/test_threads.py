@@ -120,3 +120,38 @@ asyncio.run(LocalJsonFileStore({str(tmp_path)!r}).get_versioned("u", "x"))  # th
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "saved 1", out.stderr
+
+
+def test_aclose_with_a_save_in_flight_never_writes_into_another_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``aclose()`` during a save: the save keeps its root fd (closed once it is done), so it
+    can never write through a reused fd number into another store's root."""
+    from hookagent_store_jsonfile import posixio
+
+    a_root, b_root = tmp_path / "a", tmp_path / "b"
+    entered, release = threading.Event(), threading.Event()
+    real = posixio.walk
+
+    def slow_walk(root: int, parts: list[str], **kw: Any) -> Any:
+        if parts and parts[0] == "alice":
+            entered.set()
+            release.wait(30)
+        return real(root, parts, **kw)
+
+    monkeypatch.setattr(posixio, "walk", slow_walk)
+
+    async def main() -> None:
+        a, b = LocalJsonFileStore(a_root), LocalJsonFileStore(b_root)
+        await a.exists("x", "y")  # opens a's root fd
+        task = asyncio.create_task(a.save_if_version("alice", "s", AgentState("s", "alice"), 0))
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        await a.aclose()
+        await b.exists("x", "y")  # b's root may get the number a's root had
+        release.set()
+        assert await task == 1
+        assert (await b.get_versioned("alice", "s")).version == 0
+        assert (await LocalJsonFileStore(a_root).get_versioned("alice", "s")).version == 1
+
+    asyncio.run(main())

@@ -237,17 +237,34 @@ class LocalTree:
         return removed
 
     def _sweep(self, fd: int, older_than: float) -> int:
-        """Sweep ``fd`` and every directory below it (symlinks are never followed)."""
-        removed = self._sweep_one(fd, older_than, time.time())
-        for name in os.listdir(fd):
-            if is_private(name):
-                continue
-            try:
-                sub = os.open(name, io.DIR_FLAGS, dir_fd=fd)
-            except OSError:
-                continue  # a file, a symlink (never followed) or gone
-            try:
-                removed += self._sweep(sub, older_than)
-            finally:
-                os.close(sub)
-        return removed
+        """Sweep ``fd`` and every directory below it (symlinks are never followed).
+
+        A slot directory is swept under its flock, taken without waiting: a writer in flight
+        there (whose new generation file no head names yet) makes the sweep skip that slot.
+        """
+        try:
+            lk = os.open(LOCK, io.READ_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            lk = -1  # not a slot directory
+        try:
+            if lk >= 0:
+                try:
+                    fcntl.flock(lk, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return 0  # a writer holds the slot: sweep it another time
+            removed = self._sweep_one(fd, older_than, time.time())
+            for name in os.listdir(fd):
+                if is_private(name):
+                    continue
+                try:
+                    sub = os.open(name, io.DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # a file, a symlink (never followed) or gone
+                try:
+                    removed += self._sweep(sub, older_than)
+                finally:
+                    os.close(sub)
+            return removed
+        finally:
+            if lk >= 0:
+                os.close(lk)

@@ -439,3 +439,24 @@ async def test_cutting_off_acknowledged_commits_fails_closed(tmp_path: Path, cut
     assert log.read_bytes() == full[:at]
     log.write_bytes(full)
     assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "a0", "b0"]
+
+
+async def test_sweep_skips_a_slot_whose_writer_is_in_flight(tmp_path: Path) -> None:
+    """A compaction's new generation file exists before the head that names it: a sweep with
+    a tiny ``older_than`` must not unlink it, so it skips a slot whose lock is held."""
+    import fcntl
+
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 2)
+    fresh = key_dir(tmp_path) / "h0123456789abcdef.log"  # the writer's new generation
+    lk = os.open(key_dir(tmp_path).parent / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        fresh.write_bytes(b"new generation, head not renamed yet")
+        assert await store.sweep(older_than=0) == 0
+        assert fresh.exists()
+    finally:
+        os.close(lk)
+    assert await store.sweep(older_than=0) == 1  # an orphan once no writer holds the slot
+    assert not fresh.exists()
+    assert len(await texts(store)) == 2

@@ -272,6 +272,8 @@ class LocalCore(LocalWrites):
             if kd is None:
                 kd = io.walk(sd, kparts, create=True, dur=self.dur, pending=new_dirs)
                 assert kd is not None
+            if head is None:
+                self._pend_ancestors(slot_parts(ck[0], ck[1]) + kparts[:-1], new_dirs)
             if append and head is not None and tip is not None:
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
                 if head.tail and tip.size - head.size < max(
@@ -302,6 +304,27 @@ class LocalCore(LocalWrites):
                 os.close(log_fd)
             if kd is not None:
                 os.close(kd)
+
+    def _pend_ancestors(self, parts: list[str], new_dirs: list[int]) -> None:
+        """A first save fsyncs (before its commit) every directory from the root down to the
+        key's parent: one left by a failed or killed earlier save may have no durable entry."""
+        seen = set()
+        for fd in new_dirs:
+            st = os.fstat(fd)
+            seen.add((st.st_dev, st.st_ino))
+        fd = os.dup(self.root())
+        try:
+            for name in [None, *parts]:
+                if name is not None:
+                    nxt = os.open(name, io.DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    new_dirs.append(os.dup(fd))
+        finally:
+            os.close(fd)
 
     def _sweep_slot(
         self, sd: int, kd: int | None, ck: tuple[str, str, str], *, fresh: bool

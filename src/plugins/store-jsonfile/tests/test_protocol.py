@@ -460,3 +460,22 @@ async def test_sweep_skips_a_slot_whose_writer_is_in_flight(tmp_path: Path) -> N
     assert await store.sweep(older_than=0) == 1  # an orphan once no writer holds the slot
     assert not fresh.exists()
     assert len(await texts(store)) == 2
+
+
+def test_a_first_save_fsyncs_every_ancestor_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user directory left by a killed first save (its entry in the root never fsynced):
+    the next first save under it fsyncs the root too, or a power loss could drop the slot."""
+    from hookagent_store_jsonfile.localcore import LocalCore
+
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / id_parts("alice")[0]).mkdir(mode=0o700)
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real(fd))[1])
+    core = LocalCore(root, sweep_after=None, cache_slots=0, writers="multi")
+    assert core.save("alice", "s2", AgentState("s2", "alice"), 0, "agent_state", None) == 1
+    assert root.stat().st_ino in synced
+    assert (root / id_parts("alice")[0]).stat().st_ino in synced

@@ -208,7 +208,7 @@ class LocalCore(LocalWrites):
                     sd = io.open_dir(pd, sparts[-1], create=True, dur=self.dur, pending=new_dirs)
                     assert sd is not None
                     fds.append(sd)
-                    lk = os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd)
+                    lk = io.track(os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd))
                     fds.append(lk)
                 except FileNotFoundError:
                     continue  # a concurrent delete removed a directory on the way: walk again
@@ -232,7 +232,7 @@ class LocalCore(LocalWrites):
                 raise io.mapped(exc, f"saving {where}") from exc
             finally:
                 for fd in reversed(fds + new_dirs):
-                    os.close(fd)
+                    io.close_fd(fd)
             history.mark_committed()
             return version
         raise StoreUnavailable(f"{where}: the slot kept being deleted during the save")

@@ -79,22 +79,22 @@ class LocalReads(LocalTree):
         """The slot's lock file, flocked shared, once the head is still ``head``; -1 if a
         writer holds the lock (never waited for: a stalled writer must not hold up readers)."""
         try:
-            lk = os.open(LOCK, io.READ_FLAGS, dir_fd=sd)
+            lk = io.track(os.open(LOCK, io.READ_FLAGS, dir_fd=sd))
         except FileNotFoundError:
             raise Retry from None
         try:
             fcntl.flock(lk, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(lk)
+            io.close_fd(lk)
             return -1
         except BaseException:
-            os.close(lk)
+            io.close_fd(lk)
             raise
         try:
             if os.fstat(lk).st_nlink == 0 or self._read_head(kd, where) != head:
                 raise Retry
         except BaseException:
-            os.close(lk)
+            io.close_fd(lk)
             raise
         return lk
 
@@ -157,7 +157,7 @@ class LocalReads(LocalTree):
             data = io.pread_exact(fd, end - start, start)
         finally:
             if lock >= 0:
-                os.close(lock)  # releases the shared flock
+                io.close_fd(lock)  # releases the shared flock
             if log_fd < 0:
                 os.close(fd)
         if len(data) != end - start:

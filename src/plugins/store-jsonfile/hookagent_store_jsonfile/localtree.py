@@ -134,7 +134,7 @@ class LocalTree:
                         return False
                     fds.append(sd)
                     try:
-                        lk = os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd)
+                        lk = io.track(os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd))
                     except FileNotFoundError:
                         continue
                     fds.append(lk)
@@ -150,7 +150,7 @@ class LocalTree:
                     return existed
                 finally:
                     for fd in reversed(fds):
-                        os.close(fd)
+                        io.close_fd(fd)
         except OSError as exc:
             raise io.mapped(exc, f"deleting {where}") from exc
         raise StoreUnavailable(f"{where}: the slot kept changing during the delete")
@@ -243,7 +243,7 @@ class LocalTree:
         there (whose new generation file no head names yet) makes the sweep skip that slot.
         """
         try:
-            lk = os.open(LOCK, io.READ_FLAGS, dir_fd=fd)
+            lk = io.track(os.open(LOCK, io.READ_FLAGS, dir_fd=fd))
         except FileNotFoundError:
             lk = -1  # not a slot directory
         try:
@@ -267,4 +267,4 @@ class LocalTree:
             return removed
         finally:
             if lk >= 0:
-                os.close(lk)
+                io.close_fd(lk)

@@ -32,6 +32,36 @@ NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 
+_LOCKS: set[int] = set()
+"""Open slot-lock fds (a flock belongs to the open file, which a fork shares with the child)."""
+
+
+def track(fd: int) -> int:
+    """Register a slot-lock fd, so that a forked child closes its copy of it."""
+    _LOCKS.add(fd)
+    return fd
+
+
+def close_fd(fd: int) -> None:
+    """Close an fd (forgetting it first if it is a tracked lock fd)."""
+    _LOCKS.discard(fd)
+    os.close(fd)
+
+
+def _close_locks_in_child() -> None:
+    """A child forked while a thread held a slot's flock would hold it until it exits: its
+    copies are closed (never unlocked: that would release the parent's lock too)."""
+    for fd in list(_LOCKS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_locks_in_child)
+
+
 class Durability:
     """The poison flag of one store handle."""
 

@@ -175,3 +175,47 @@ def test_a_failed_truncate_after_a_failed_fsync_is_reported(
     with pytest.raises(StorageDurabilityError) as info:
         w.save("u", "s", got.state, got.version, K, None)
     assert any("read it as committed" in n for n in getattr(info.value, "__notes__", []))
+
+
+def test_a_child_forked_while_a_reader_holds_the_lock_does_not_keep_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fork() while a reader thread holds the slot's flock shared: the child closes its copy,
+    so the lock is free once the parent's reader is done (writers are not blocked by it)."""
+    import signal
+
+    from hookagent_store_jsonfile import posixio
+
+    w = core(tmp_path, 4)
+    grow(w, "a")
+    grow(w, "b")
+    hint = (key_dir(tmp_path) / ".end").read_bytes()
+    grow(w, "c")
+    (key_dir(tmp_path) / ".end").write_bytes(hint)  # bytes beyond the hint: read under the lock
+    inside, go = threading.Event(), threading.Event()
+    real = posixio.pread_exact
+
+    def slow(fd: int, n: int, off: int) -> bytes:
+        inside.set()
+        go.wait(30)
+        return real(fd, n, off)
+
+    monkeypatch.setattr(posixio, "pread_exact", slow)
+    reader, seen = in_thread(lambda: core(tmp_path).get("u", "s", K).version)
+    assert inside.wait(30)
+    pid = os.fork()
+    if pid == 0:  # the child: as a multiprocessing worker forked without exec
+        threading.Event().wait(30)
+        os._exit(0)
+    try:
+        go.set()
+        reader.join(30)
+        assert seen == [3]
+        lk = os.open(key_dir(tmp_path).parent / ".lock", os.O_RDWR)
+        try:
+            fcntl.flock(lk, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if the child has it
+        finally:
+            os.close(lk)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)

@@ -17,7 +17,7 @@ import asyncio
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -68,21 +68,27 @@ def _pool() -> ThreadPoolExecutor:
     return pool[1]
 
 
-async def _wait(future: asyncio.Future[Any]) -> Any:
+async def _wait(work: Future[Any], loop: asyncio.AbstractEventLoop) -> Any:
     """The thread's result. A native asyncio cancellation (``task.cancel()``, ``wait_for``)
-    is held back until the thread is done, then re-raised; anyio's are shielded."""
+    of a call already running is held back until the thread is done, then re-raised (anyio's
+    are shielded); one that comes before the thread started it cancels it whole."""
     cancelled: asyncio.CancelledError | None = None
     with anyio.CancelScope(shield=True):
-        while not future.done():
+        while True:
             try:
-                await asyncio.shield(future)
+                result = await asyncio.wrap_future(work, loop=loop)
             except asyncio.CancelledError as exc:
+                if work.cancelled():
+                    raise  # never started: nothing was done
                 cancelled = cancelled or exc
+                continue  # still running (or just done): wait for it again
+            except BaseException:
+                if cancelled is None:
+                    raise
+            break
     if cancelled is not None:
-        if not future.cancelled():
-            future.exception()  # retrieved: the caller was cancelled, it gets the cancellation
         raise cancelled
-    return future.result()
+    return result
 
 
 async def run_blocking(func: Any, *args: Any) -> Any:
@@ -94,10 +100,10 @@ async def run_blocking(func: Any, *args: Any) -> Any:
         pass
     else:
         try:
-            future = loop.run_in_executor(_pool(), call)
+            work = _pool().submit(call)
         except RuntimeError:  # interpreter shutdown began (atexit): no new threads, run here
             return call()
-        return await _wait(future)
+        return await _wait(work, loop)
     try:
         limiter = _LIMITER.get()
     except LookupError:

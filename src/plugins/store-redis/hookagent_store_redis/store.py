@@ -187,7 +187,12 @@ class RedisAgentStateStore:
                 listed, _ = await self._retrying(
                     lambda: self.client.lrange(sk.messages(kname), 0, count - 1), "load"
                 )
-                raw = [_b(item) for item in listed]
+                # one reply holds one type: bytes, or str with decode_responses=True
+                raw = (
+                    [_b(item) for item in listed]
+                    if listed and type(listed[0]) is not bytes
+                    else listed
+                )
             if len(raw) != count or chain("", raw) != head_chain:  # rewritten meanwhile
                 return await self._load(user_id, session_id, key, use_cache=False, atomic=True)
             messages = tuple(decode_msgs(raw))

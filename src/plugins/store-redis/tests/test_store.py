@@ -638,3 +638,34 @@ async def test_url_clients_carry_their_driver_info() -> None:
         assert "driver_info" not in mine.client.connection_pool.connection_kwargs
     finally:
         await mine.aclose()
+
+
+async def test_cold_load_of_a_missing_list_is_corrupt(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    await store.client.delete(store.layout.session("u", "s").messages("agent_state"))
+    store.forget("u", "s")
+    with pytest.raises(CorruptState):
+        await store.get_versioned("u", "s")
+
+
+async def test_clients_decoding_responses_load_the_same() -> None:
+    """A client made with decode_responses=True answers str: loads still work."""
+    plain = connect(STANDALONE, prefix=new_prefix())
+    texty = RedisAgentStateStore(
+        redis.asyncio.Redis.from_url(STANDALONE, decode_responses=True), prefix=plain.prefix
+    )
+    try:
+        state = AgentState("s", "u")
+        turn(state, 0)
+        await plain.save_if_version("u", "s", state, 0)
+        got = await texty.get_versioned("u", "s")
+        assert got.state is not None and got.state.context == state.context
+    finally:
+        await delete_prefix(plain.client, plain.prefix)
+        await texty.aclose()
+        await plain.aclose()

@@ -139,15 +139,21 @@ def _free(value: dict[str, Any], check_json: Callable[[Any], None]) -> None:
             return
 
 
+def _free_dict(doc: dict[str, Any], key: str, check_json: Callable[[Any], None]) -> Any:
+    """A free-form object field: a fresh ``{}`` when omitted, never an explicit null."""
+    value = doc.get(key, _ABSENT)
+    if value is _ABSENT:
+        return {}
+    if type(value) is not dict:
+        raise Mismatch
+    if value:
+        _free(value, check_json)
+    return value
+
+
 def _tool_use(doc: dict[str, Any], check_json: Callable[[Any], None]) -> ToolUseBlock:
     _keys(doc, _USE)
-    args = doc.get("input", _ABSENT)
-    if args is _ABSENT:
-        args = {}
-    elif type(args) is not dict:
-        raise Mismatch
-    elif args:
-        _free(args, check_json)
+    args = _free_dict(doc, "input", check_json)
     state = doc.get("state", "requested")
     if state not in _USE_STATES:
         raise Mismatch
@@ -224,13 +230,7 @@ def _fast_msg(doc: Any, check_json: Callable[[Any], None]) -> Msg:
     name = doc.get("name")
     if name is not None and type(name) is not str:
         raise Mismatch
-    metadata = doc.get("metadata", _ABSENT)
-    if metadata is _ABSENT:
-        metadata = {}
-    elif type(metadata) is not dict:
-        raise Mismatch
-    elif metadata:
-        _free(metadata, check_json)
+    metadata = _free_dict(doc, "metadata", check_json)
     content = doc.get("content", _ABSENT)
     if content is _ABSENT:
         blocks: tuple[Any, ...] = ()

@@ -26,14 +26,15 @@ import uuid
 import orjson
 from hookagent import AgentState, Msg
 from hookagent.codec import encode_msg
-from hookagent.testing.scripted import tool_call
+from hookagent.messages import ToolUseBlock
 from hookagent_store_redis import connect
 from hookagent_store_redis.testing import delete_prefix
 
 
 def call_messages(i: int) -> list[Msg]:
     tool = Msg("tool", "r" * 200)
-    return [Msg.user(f"question {i}"), tool_call("lookup", key=i), tool, Msg.assistant("a" * 200)]
+    call = Msg.assistant([ToolUseBlock(f"call_{i:012d}", "lookup", {"key": i})])
+    return [Msg.user(f"question {i}"), call, tool, Msg.assistant("a" * 200)]
 
 
 async def timed(fn, n: int) -> float:  # type: ignore[no-untyped-def]

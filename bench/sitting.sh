@@ -43,14 +43,16 @@ W1_CALLS=$PEERS_W1 PEERS_VENV=$VENV OUT=$OUT/peers bash "$HERE"/run_peers.sh
 "$PY" "$HERE"/baselines_jsonfile.py --json "$OUT"/baselines_jsonfile.json > "$OUT"/baselines_jsonfile.txt 2>&1
 # a noisy neighbour: W2 and W3 again with one core kept busy by another process
 if [ "${NEIGHBOUR:-1}" = 1 ]; then
+  mkdir -p "$OUT"/neighbour
   "$PY" -c 'while True: pass' & BURNER=$!
   trap 'kill $BURNER 2>/dev/null || true' EXIT
   for store in "file:///tmp/habench/files" "redis://127.0.0.1:6379/15?prefix=habench"; do
     label=$("$PY" -c "import sys; sys.path.insert(0, '$HERE'); from bench_stores import probe_for; print(probe_for(sys.argv[1]).kind)" "$store")
     echo "==> hookagent $label beside a busy core ($(date +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
     "$PY" "$HERE"/workload.py --store "$store" --w3 --w3-reps 9 --skip w1,build \
-        --json "$OUT/neighbour-$label.json" 2>&1 | cut -c1-300
+        --json "$OUT/neighbour/$label.json" 2>&1 | cut -c1-300
   done
   kill $BURNER
+  "$PY" "$HERE"/report.py ours "$OUT"/neighbour > "$OUT"/neighbour/ours.md
 fi
 echo "ours: $OUT/ours.md"

@@ -23,6 +23,11 @@ class InvalidIdentifier(SessionStoreError, ValueError):
     """A user_id, session_id, key or run_id that cannot be used (empty, NUL, too long, not str)."""
 
 
+class InvalidStoreArgument(SessionStoreError, ValueError):
+    """A store method's argument of the wrong type or range: expected_version, limit, cursor,
+    fence. Checked before anything is read or written."""
+
+
 class InvalidState(SessionStoreError, ValueError):
     """A state or message that does not fit the schema (names the field that is wrong)."""
 

@@ -12,7 +12,9 @@ from .base import (
 )
 from .ids import (
     MAX_ID_LENGTH,
+    check_cursor,
     check_expected_version,
+    check_fence,
     check_id,
     check_page_limit,
     check_slot,
@@ -32,7 +34,9 @@ __all__ = [
     "InMemoryAgentStateStore",
     "SessionPage",
     "Versioned",
+    "check_cursor",
     "check_expected_version",
+    "check_fence",
     "check_id",
     "check_page_limit",
     "check_slot",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InvalidIdentifier
+from ..errors import InvalidIdentifier, InvalidStoreArgument
 
 MAX_ID_LENGTH = 256
 """Longest accepted id, in characters."""
@@ -52,13 +52,45 @@ def check_expected_version(expected_version: object) -> None:
     if expected_version is not UNCONDITIONAL and (
         type(expected_version) is not int or expected_version < 0
     ):
-        raise ValueError(f"expected_version must be an int >= 0, got {expected_version!r}")
+        raise InvalidStoreArgument(
+            f"expected_version must be an int >= 0 or UNCONDITIONAL, got {expected_version!r}"
+        )
 
 
 def check_page_limit(limit: object) -> None:
     """``list_session_ids``'s page size: a positive int."""
     if type(limit) is not int or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
+        raise InvalidStoreArgument(f"limit must be a positive int, got {limit!r}")
+
+
+def check_cursor(cursor: object) -> None:
+    """``list_session_ids``'s cursor: None or a str. A page holds the ids after the cursor,
+    so a page's ``next_cursor`` gives the next page, and ``""`` (like None) the first."""
+    if cursor is not None:
+        if not isinstance(cursor, str):
+            raise InvalidStoreArgument(f"cursor must be a str or None, got {type(cursor).__name__}")
+        check_id(cursor, "cursor", allow_empty=True)
+
+
+FENCE_EPOCH_LIMIT = 2**53
+"""Epochs stay below this, so that every store (Lua's doubles included) compares them exactly."""
+
+
+def check_fence(fence: object) -> None:
+    """``save_if_version``'s fence: None or a ``Fence`` with an int epoch and a str owner."""
+    from .base import Fence
+
+    if fence is None:
+        return
+    if (
+        not isinstance(fence, Fence)
+        or type(fence.epoch) is not int
+        or not 0 <= fence.epoch < FENCE_EPOCH_LIMIT
+        or not isinstance(fence.owner, str)
+    ):
+        raise InvalidStoreArgument(
+            f"fence must be None or a Fence(epoch: int in [0, 2**53), owner: str), got {fence!r}"
+        )
 
 
 def encode_id(value: str) -> str:

@@ -16,7 +16,14 @@ from ..errors import Fenced, VersionConflict
 from ..messages import Msg
 from ..state import AgentState
 from .base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion, Fence, SessionPage, Versioned
-from .ids import check_expected_version, check_id, check_page_limit, check_slot
+from .ids import (
+    check_cursor,
+    check_expected_version,
+    check_fence,
+    check_id,
+    check_page_limit,
+    check_slot,
+)
 
 
 @attrs.define
@@ -63,6 +70,7 @@ class InMemoryAgentStateStore:
     ) -> int:
         check_slot(user_id, session_id, key)
         check_expected_version(expected_version)
+        check_fence(fence)
         head = encode_head(state)
         history = state.context
         with self._lock:
@@ -126,6 +134,7 @@ class InMemoryAgentStateStore:
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
         check_page_limit(limit)
+        check_cursor(cursor)
         with self._lock:
             ids = sorted(self._data.get(user_id, {}))
         if cursor is not None:

@@ -23,7 +23,13 @@ from typing import Any
 import anyio
 import pytest
 
-from ..errors import Fenced, InvalidIdentifier, InvalidState, VersionConflict
+from ..errors import (
+    Fenced,
+    InvalidIdentifier,
+    InvalidState,
+    InvalidStoreArgument,
+    VersionConflict,
+)
 from ..messages import (
     DataBlock,
     ImageBlock,
@@ -41,7 +47,7 @@ from ..state import (
     Todo,
     ToolContext,
 )
-from ..store.base import UNCONDITIONAL, AgentStateStore, Fence
+from ..store.base import UNCONDITIONAL, AgentStateStore, Fence, Versioned
 from .corpus import HOSTILE_IDS, INVALID_IDS
 
 
@@ -331,6 +337,33 @@ class StoreConformance:
                 with pytest.raises(InvalidIdentifier):
                     await store.list_session_ids(bad)  # type: ignore[arg-type]
         assert (await store.list_session_ids("u")).session_ids == ()
+
+    async def test_bad_arguments_are_refused_with_a_typed_error(
+        self, store: AgentStateStore
+    ) -> None:
+        """Wrong types or ranges give ``InvalidStoreArgument`` before anything is written."""
+        state = AgentState("s", "u", summary="never stored")
+        for expected in ("1", True, -1, 1.0, None):
+            with pytest.raises(InvalidStoreArgument):
+                await store.save_if_version("u", "s", state, expected)  # type: ignore[arg-type]
+        bad_fences: list[Any] = ["lease", Fence(-1, "o"), Fence(2**53, "o")]
+        bad_fences += [Fence("1", "o"), Fence(1, 5)]  # type: ignore[arg-type]
+        for fence in bad_fences if self.supports_fencing else []:
+            with pytest.raises(InvalidStoreArgument):
+                await store.save_if_version("u", "s", state, 0, fence=fence)
+        for limit in (0, -1, "5", True, 2.0):
+            with pytest.raises(InvalidStoreArgument):
+                await store.list_session_ids("u", limit=limit)  # type: ignore[arg-type]
+        for cursor in (5, b"s", ["s"]):
+            with pytest.raises(InvalidStoreArgument):
+                await store.list_session_ids("u", cursor=cursor)  # type: ignore[arg-type]
+        assert await store.get_versioned("u", "s") == Versioned(None, 0)
+        assert (await store.list_session_ids("u")).session_ids == ()
+
+    async def test_an_empty_cursor_lists_from_the_start(self, store: AgentStateStore) -> None:
+        for sid in ("s1", "s2"):
+            await store.save_if_version("u", sid, AgentState(sid, "u"), 0)
+        assert (await store.list_session_ids("u", cursor="")).session_ids == ("s1", "s2")
 
     # ------------------------------------------------------------------ differential (G20)
 

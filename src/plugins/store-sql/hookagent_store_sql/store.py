@@ -34,7 +34,14 @@ from hookagent.store.base import (
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_expected_version, check_id, check_page_limit, check_slot
+from hookagent.store.ids import (
+    check_cursor,
+    check_expected_version,
+    check_fence,
+    check_id,
+    check_page_limit,
+    check_slot,
+)
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -366,8 +373,7 @@ class SQLAgentStateStore:
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
         check_page_limit(limit)
-        if cursor is not None:
-            check_id(cursor, "cursor", allow_empty=True)
+        check_cursor(cursor)
         q = await self._ready()
 
         def fetch(conn: Connection) -> list[str]:
@@ -392,9 +398,8 @@ class SQLAgentStateStore:
     ) -> int:
         check_slot(user_id, session_id, key)
         check_expected_version(expected_version)
+        check_fence(fence)
         if fence is not None:
-            if not isinstance(fence, Fence) or type(fence.epoch) is not int or fence.epoch < 0:
-                raise ValueError(f"fence must be a Fence with an int epoch >= 0, got {fence!r}")
             check_id(fence.owner, "fence owner", allow_empty=True)
         slot = (user_id, session_id, key)
         plan = SavePlan(

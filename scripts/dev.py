@@ -2,7 +2,7 @@
 """Set up the development environment and run the project's jobs, with only Python and pip.
 
     python3 scripts/dev.py setup        # .venv with every distribution of the repo, editable
-    python3 scripts/dev.py test [ARGS]  # setup, then ruff, mypy (kernel, strict) and pytest
+    python3 scripts/dev.py test [ARGS]  # setup, then ruff, mypy (strict: kernel and plugins) and pytest
     python3 scripts/dev.py demo         # setup, then `hookagent demo`
 
 uv users can run ``uv sync --all-packages`` instead of ``setup`` (the root pyproject.toml is a

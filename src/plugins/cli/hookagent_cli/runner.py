@@ -53,7 +53,8 @@ class CallRunner:
 
     def state(self) -> tuple[Any, int]:
         assert self.portal is not None
-        return self.portal.call(self._state)
+        got: tuple[Any, int] = self.portal.call(self._state)
+        return got
 
     async def _state(self) -> tuple[Any, int]:
         store = await self.config.kernel.store()

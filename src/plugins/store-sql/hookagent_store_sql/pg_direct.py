@@ -210,7 +210,7 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         if invalidate is not None:  # SQLAlchemy's own call on a disconnect (it checks the
             invalidate(fairy, exc)  # connection's age, so a stale one spares fresh ones)
         else:  # pragma: no cover - the attribute SQLAlchemy 2.x uses for the same thing
-            pool._invalidate_time = time.time()  # type: ignore[attr-defined]
+            pool._invalidate_time = time.time()
         if fairy.is_valid:
             fairy.invalidate(exc)
 

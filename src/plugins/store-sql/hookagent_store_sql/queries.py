@@ -8,6 +8,7 @@ from typing import Any
 from hookagent.errors import Fenced
 from sqlalchemy import (
     BigInteger,
+    BindParameter,
     Integer,
     and_,
     bindparam,
@@ -37,7 +38,8 @@ class Queries:
     def __init__(self, tables: Tables, backend: str) -> None:
         self.t, self.backend = tables, backend
         s, m = tables.slots, tables.messages
-        u, h = bindparam("u"), bindparam("h")
+        u: BindParameter[Any] = bindparam("u")
+        h: BindParameter[Any] = bindparam("h")
         head = select(
             literal(-1, Integer).label("seq"),
             s.c.version,
@@ -85,7 +87,7 @@ class Queries:
             m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start")
         )
         self.delete_slot = delete(s).where(s.c.user_id == u, s.c.slot_hash == h)
-        sess = bindparam("s")
+        sess: BindParameter[Any] = bindparam("s")
         keys = select(s.c.slot_hash).where(s.c.user_id == u, s.c.session_id == sess)
         self.session_slots = keys.with_for_update() if backend != "sqlite" else keys
         self.delete_session_messages = delete(m).where(

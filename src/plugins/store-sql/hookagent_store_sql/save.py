@@ -142,9 +142,9 @@ class SavePlan:
             if row is None:
                 if self.expected is UNCONDITIONAL:
                     return self._create(conn, q, now)
-                raise VersionConflict(self.u, self.s, self.k, self.expected, 0)  # type: ignore[arg-type]
+                raise VersionConflict(self.u, self.s, self.k, self.expected, 0)
             if self.expected is not UNCONDITIONAL and row.version != self.expected:
-                raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)  # type: ignore[arg-type]
+                raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)
             done = self._update(conn, q, now, row.version, row.generation, row.message_count)
             if done is not None:
                 return done

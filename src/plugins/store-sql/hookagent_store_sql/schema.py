@@ -11,6 +11,7 @@ every index under MySQL's 3072-byte and PostgreSQL's 2704-byte key limits.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -73,13 +74,13 @@ class Flavor:
             return mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin")
         return String(length)
 
-    def timestamp(self) -> TypeEngine[object]:
+    def timestamp(self) -> TypeEngine[Any]:
         if self.name in ("mysql", "mariadb"):
             return mysql.DATETIME(fsp=6)
         return DateTime(timezone=False)
 
 
-def _table_kw(flavor: Flavor) -> dict[str, str]:
+def _table_kw(flavor: Flavor) -> dict[str, Any]:
     if flavor.name in ("mysql", "mariadb"):
         return {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
     return {}
@@ -92,7 +93,7 @@ class Tables:
         self.names, self.flavor = names, flavor
         self.metadata = MetaData(schema=names.schema)
         f, kw, p = flavor, _table_kw(flavor), names.prefix
-        slot_cols = [
+        slot_cols: list[Column[Any]] = [
             Column("user_id", f.id(), nullable=False),
             Column("slot_hash", f.ascii(HASH_LENGTH), nullable=False),
             Column("session_id", f.id(), nullable=False),

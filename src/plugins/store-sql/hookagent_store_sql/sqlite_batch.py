@@ -102,7 +102,7 @@ class GroupCommit:
 
     def _error(self, exc: BaseException) -> BaseException:
         """A new error object for one save of a failed batch (never one shared by several)."""
-        err = self._wrap(exc, "save")
+        err: BaseException = self._wrap(exc, "save")
         if err is exc:  # not a driver error: wrap it anyway, so each caller gets its own
             err = StoreUnavailable(f"save: {exc!r}")
             err.__cause__ = exc

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import secrets
 import socket
@@ -22,9 +23,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hookagent.errors import SessionBusy
+from hookagent.errors import InvalidStoreArgument, SessionBusy, StoreConfigurationError
 from hookagent.store.base import Fence
-from hookagent.store.ids import check_slot
+from hookagent.store.ids import check_fence, check_slot
 
 from . import lua
 from .errors import translated
@@ -36,6 +37,17 @@ _ACQUIRE, _RENEW, _RELEASE, _LEAVE = (
     lua.Script(lua.RELEASE),
     lua.Script(lua.LEAVE),
 )
+
+
+def _seconds(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_held(fence: object) -> None:
+    """``renew``/``release`` take the fence ``acquire`` yielded: a Fence, never None."""
+    if fence is None:
+        raise InvalidStoreArgument("fence must be the Fence that acquire yielded, got None")
+    check_fence(fence)
 
 
 def new_owner() -> str:
@@ -68,8 +80,25 @@ class RedisSessionGate:
         else:
             self.client = store_or_client
             self.layout = KeyLayout(DEFAULT_PREFIX if prefix is None else prefix)
-        if not lease_ttl > 0 or not 0 < poll_initial <= poll_max or not waiter_window > poll_max:
-            raise ValueError("need lease_ttl > 0, 0 < poll_initial <= poll_max < waiter_window")
+        for name, value in (
+            ("lease_ttl", lease_ttl),
+            ("poll_initial", poll_initial),
+            ("poll_max", poll_max),
+            ("waiter_window", waiter_window),
+        ):
+            if not _seconds(value) or not value > 0:
+                raise StoreConfigurationError(
+                    f"gate option {name} must be a finite number of seconds > 0, got {value!r}"
+                )
+        if not poll_initial <= poll_max < waiter_window:
+            raise StoreConfigurationError(
+                "gate options need poll_initial <= poll_max < waiter_window, got "
+                f"{poll_initial!r}, {poll_max!r}, {waiter_window!r}"
+            )
+        if not isinstance(auto_renew, bool):
+            raise StoreConfigurationError(
+                f"gate option auto_renew must be a bool, got {auto_renew!r}"
+            )
         self.lease_ms = max(1, int(lease_ttl * 1000))
         self.auto_renew = auto_renew
         self.poll_initial, self.poll_max = poll_initial, poll_max
@@ -85,6 +114,8 @@ class RedisSessionGate:
     ) -> Fence | None:
         """One attempt (one round trip): the fence if granted, else None."""
         check_slot(user_id, session_id)
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise InvalidStoreArgument(f"owner must be a non-empty str or None, got {owner!r}")
         owner = owner or new_owner()
         sk = self.layout.session(user_id, session_id)
         with translated("gate acquire"):
@@ -98,6 +129,7 @@ class RedisSessionGate:
     async def renew(self, user_id: str, session_id: str, fence: Fence) -> bool:
         """Extend the lease by ``lease_ttl``; False if it expired or was taken over."""
         check_slot(user_id, session_id)
+        _check_held(fence)
         sk = self.layout.session(user_id, session_id)
         with translated("gate renew"):
             res = await _RENEW.run(
@@ -108,6 +140,7 @@ class RedisSessionGate:
     async def release(self, user_id: str, session_id: str, fence: Fence) -> bool:
         """Free the lease if it is still ours; False if it had expired or was taken over."""
         check_slot(user_id, session_id)
+        _check_held(fence)
         sk = self.layout.session(user_id, session_id)
         with translated("gate release"):
             res = await _RELEASE.run(self.client, [sk.lease], [fence.owner, fence.epoch])
@@ -122,8 +155,12 @@ class RedisSessionGate:
 
     async def wait(self, user_id: str, session_id: str, *, timeout: float | None) -> Fence:
         """Queue for the lease; ``SessionBusy`` when ``timeout`` seconds pass (None: forever)."""
-        if timeout is not None and (isinstance(timeout, bool) or not timeout >= 0):
-            raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
+        if timeout is not None and not (
+            isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout >= 0
+        ):
+            raise InvalidStoreArgument(
+                f"timeout must be None or a number of seconds >= 0, got {timeout!r}"
+            )
         owner = new_owner()
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = self.poll_initial

@@ -36,7 +36,9 @@ from hookagent.store.base import (
     Versioned,
 )
 from hookagent.store.ids import (
+    check_cursor,
     check_expected_version,
+    check_fence,
     check_id,
     check_page_limit,
     check_slot,
@@ -230,13 +232,7 @@ class RedisAgentStateStore:
     ) -> int:
         check_slot(user_id, session_id, key)
         check_expected_version(expected_version)
-        if fence is not None and (
-            not isinstance(fence, Fence)
-            or type(fence.epoch) is not int
-            or not 0 <= fence.epoch < 2**53  # exact in Lua's doubles
-            or not isinstance(fence.owner, str)
-        ):
-            raise ValueError(f"fence must be a Fence(int epoch >= 0, str owner), got {fence!r}")
+        check_fence(fence)  # epochs below 2**53: exact in Lua's doubles
         expected = -1 if expected_version is UNCONDITIONAL else int(expected_version)
         # validate and encode everything before anything is written
         sections = encode_head(state)
@@ -359,10 +355,10 @@ class RedisAgentStateStore:
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
         check_page_limit(limit)
-        if cursor is not None:
-            check_id(cursor, "cursor")
+        check_cursor(cursor)
         index = self.layout.user_index(user_id)
-        start = "-" if cursor is None else "(" + encode_id(cursor)
+        # "" lists from the start, like None: "(" + encode_id("") would start after "~"
+        start = "(" + encode_id(cursor) if cursor else "-"
         found: list[str] = []
         while len(found) <= limit:
             want = limit + 1 - len(found)

@@ -99,17 +99,40 @@ async def test_waiters_are_served_in_arrival_order(standalone_store: RedisAgentS
 
 
 async def test_gate_rejects_bad_input(standalone_store: RedisAgentStateStore) -> None:
-    from hookagent.errors import InvalidIdentifier
+    from hookagent.errors import InvalidIdentifier, InvalidStoreArgument, StoreConfigurationError
 
     gate = RedisSessionGate(standalone_store)
     with pytest.raises(InvalidIdentifier):
         async with gate.acquire("u", "", timeout=1):
             pass
-    with pytest.raises(ValueError):
-        async with gate.acquire("u", "s", timeout=-1):
-            pass
-    with pytest.raises(ValueError):
-        RedisSessionGate(standalone_store, lease_ttl=0)
+    for timeout in (-1, "x", float("nan"), True, [1]):
+        with pytest.raises(InvalidStoreArgument, match="timeout"):
+            async with gate.acquire("u", "s", timeout=timeout):  # type: ignore[arg-type]
+                pass
+    for fence in ("nofence", None, Fence(-1, "o"), Fence(1, 2)):  # type: ignore[arg-type]
+        with pytest.raises(InvalidStoreArgument, match="fence"):
+            await gate.release("u", "s", fence)  # type: ignore[arg-type]
+        with pytest.raises(InvalidStoreArgument, match="fence"):
+            await gate.renew("u", "s", fence)  # type: ignore[arg-type]
+    with pytest.raises(InvalidStoreArgument, match="owner"):
+        await gate.try_acquire("u", "s", 5)  # type: ignore[arg-type]
+    bad_options: list[dict[str, Any]] = [
+        {"lease_ttl": 0},
+        {"lease_ttl": "x"},
+        {"lease_ttl": float("inf")},
+        {"lease_ttl": float("nan")},
+        {"poll_initial": "0.1"},
+        {"poll_max": None},
+        {"waiter_window": True},
+        {"poll_initial": 0.2, "poll_max": 0.1},
+        {"poll_max": 3.0},  # not below waiter_window
+        {"auto_renew": "yes"},
+    ]
+    for options in bad_options:
+        with pytest.raises(StoreConfigurationError):
+            RedisSessionGate(standalone_store, **options)
+    # nothing above took the lease or queued
+    assert await gate.try_acquire("u", "s") is not None
 
 
 def _check_serial_history(texts: list[str], inputs: list[str]) -> None:

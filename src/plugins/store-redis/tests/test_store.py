@@ -12,7 +12,12 @@ import pytest
 import redis
 from hookagent import AgentState, Msg
 from hookagent.codec import encode_msg
-from hookagent.errors import CorruptState, StoreConfigurationError, StoreUnavailable
+from hookagent.errors import (
+    CorruptState,
+    InvalidStoreArgument,
+    StoreConfigurationError,
+    StoreUnavailable,
+)
 from hookagent.store import UNCONDITIONAL
 from hookagent.testing.corpus import ENVELOPES
 from hookagent_store_redis import RedisAgentStateStore, VersionRegression, connect
@@ -531,13 +536,18 @@ async def test_unreachable_server_is_store_unavailable() -> None:
 
 
 async def test_bad_arguments(standalone_store: RedisAgentStateStore) -> None:
-    with pytest.raises(ValueError):
-        await standalone_store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=(1, "x"))  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        await standalone_store.save_if_version("u", "s", AgentState("s", "u"), True)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        RedisAgentStateStore(standalone_store.client, ttl=0)
-    assert not await standalone_store.exists("u", "s")
+    store, state = standalone_store, AgentState("s", "u")
+    with pytest.raises(InvalidStoreArgument, match="fence"):
+        await store.save_if_version("u", "s", state, 0, fence=(1, "x"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidStoreArgument, match="expected_version"):
+        await store.save_if_version("u", "s", state, True)  # type: ignore[arg-type]
+    with pytest.raises(InvalidStoreArgument, match="cursor"):
+        await store.list_session_ids("u", cursor=3)  # type: ignore[arg-type]
+    assert not await store.exists("u", "s")
+    # an empty cursor is the first page, as None is
+    for sid in ("a", "b"):
+        await store.save_if_version("u", sid, AgentState(sid, "u"), 0)
+    assert (await store.list_session_ids("u", cursor="")).session_ids == ("a", "b")
 
 
 def test_entry_point_registers_every_scheme() -> None:

@@ -31,7 +31,7 @@ from hookagent import (
 )
 from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
 from hookagent.store import ExpectedVersion, check_id, check_slot, decode_id, encode_id
-from hookagent.store.ids import check_expected_version, check_page_limit
+from hookagent.store.ids import check_cursor, check_expected_version, check_fence, check_page_limit
 
 from . import schema as sql
 from .cache import MessageCache, Slot
@@ -91,6 +91,7 @@ class ExampleSQLiteStore:
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
         check_page_limit(limit)
+        check_cursor(cursor)  # None or a str (InvalidStoreArgument otherwise)
         after = ""
         if cursor is not None:
             # the cursor is the encoded id of the last session of the previous page
@@ -119,8 +120,7 @@ class ExampleSQLiteStore:
     ) -> int:
         check_slot(user_id, session_id, key)
         check_expected_version(expected_version)
-        if fence is not None and not isinstance(fence, Fence):
-            raise TypeError(f"fence must be a Fence, got {type(fence).__name__}")
+        check_fence(fence)  # None or a well-formed Fence (InvalidStoreArgument otherwise)
         # validate before writing: encoding raises InvalidState/StateTooLarge, nothing is written
         head = encode_head(state)
         history = state.context

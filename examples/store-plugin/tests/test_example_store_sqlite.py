@@ -14,6 +14,7 @@ from hookagent import (
     Fence,
     Fenced,
     InvalidState,
+    InvalidStoreArgument,
     Msg,
     StorageDurabilityError,
     StorageFull,
@@ -258,7 +259,7 @@ async def test_bad_arguments_are_refused(store) -> None:
         await store.list_session_ids("u", limit=0)
     with pytest.raises(ValueError):
         await store.list_session_ids("u", cursor="Not An Encoded Id")
-    with pytest.raises(TypeError, match="Fence"):
+    with pytest.raises(InvalidStoreArgument, match="Fence"):
         await store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=(1, "a"))  # type: ignore[arg-type]
     assert not await store.exists("u", "s")
 

@@ -360,11 +360,6 @@ class StoreConformance:
         assert await store.get_versioned("u", "s") == Versioned(None, 0)
         assert (await store.list_session_ids("u")).session_ids == ()
 
-    async def test_an_empty_cursor_lists_from_the_start(self, store: AgentStateStore) -> None:
-        for sid in ("s1", "s2"):
-            await store.save_if_version("u", sid, AgentState(sid, "u"), 0)
-        assert (await store.list_session_ids("u", cursor="")).session_ids == ("s1", "s2")
-
     # ------------------------------------------------------------------ differential (G20)
 
     differential_steps = 250

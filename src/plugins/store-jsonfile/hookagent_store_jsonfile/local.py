@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,7 +34,14 @@ from hookagent.store.base import (
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_expected_version, check_id, check_page_limit, check_slot
+from hookagent.store.ids import (
+    check_cursor,
+    check_expected_version,
+    check_fence,
+    check_id,
+    check_page_limit,
+    check_slot,
+)
 
 from .localcore import LocalCore
 
@@ -121,14 +129,56 @@ check_expected = check_expected_version
 
 def check_page(limit: object, cursor: object) -> None:
     check_page_limit(limit)
-    if cursor is not None and not isinstance(cursor, str):
-        raise ValueError(f"cursor must be a str or None, got {type(cursor).__name__}")
+    check_cursor(cursor)
+
+
+def check_writers(writers: object) -> str:
+    if not isinstance(writers, str) or writers not in ("single", "multi"):
+        raise StoreConfigurationError(f"writers must be 'single' or 'multi', got {writers!r}")
+    return writers
+
+
+def check_cache_slots(cache_slots: object) -> int:
+    if type(cache_slots) is not int or cache_slots < 0:
+        raise StoreConfigurationError(f"cache_slots must be an int >= 0, got {cache_slots!r}")
+    return cache_slots
+
+
+def check_sweep_after(sweep_after: object) -> float | None:
+    """A finite number of seconds >= 0, or None. Checked when the store is made: a string
+    (say from a config file) would otherwise fail inside a save, under the slot's lock."""
+    if sweep_after is None:
+        return None
+    if (
+        isinstance(sweep_after, bool)
+        or not isinstance(sweep_after, int | float)
+        or not math.isfinite(sweep_after)
+        or sweep_after < 0
+    ):
+        raise StoreConfigurationError(
+            f"sweep_after must be a finite number of seconds >= 0 or None, got {sweep_after!r}"
+        )
+    return float(sweep_after)
+
+
+def check_root(root: object) -> Path:
+    """The store root as an absolute path (fixed now, not at first use: the cwd may change)."""
+    try:
+        path = os.fspath(root)  # type: ignore[call-overload]
+    except TypeError:
+        path = None
+    if not isinstance(path, str) or not path:
+        raise StoreConfigurationError(f"the store root must be a non-empty path, got {root!r}")
+    if "\x00" in path:
+        raise StoreConfigurationError(f"the store root {path!r} contains a NUL character")
+    return Path(path).absolute()
 
 
 class LocalJsonFileStore:
     """Versioned slots in files under ``root``; safe for many processes on one local disk.
 
-    :param root: the store directory (created 0700 on first use, not before).
+    :param root: the store directory (created 0700 on first use, not before, with any
+        missing parents; a relative path is made absolute when the store is made).
     :param sweep_after: seconds after which a leftover temp file (or a record file no head
         names) is removed: in a slot's directories the first time this instance saves that
         slot, and everywhere by ``sweep()``. None disables the automatic per-slot sweep.
@@ -146,14 +196,13 @@ class LocalJsonFileStore:
         cache_slots: int = 256,
         writers: str = "multi",
     ) -> None:
-        if writers not in ("single", "multi"):
-            raise StoreConfigurationError(f"writers must be 'single' or 'multi', got {writers!r}")
-        if type(cache_slots) is not int or cache_slots < 0:
-            raise StoreConfigurationError(f"cache_slots must be an int >= 0, got {cache_slots!r}")
-        self.root = Path(root)
-        self.writers = writers
+        self.root = check_root(root)
+        self.writers = check_writers(writers)
         self._core = LocalCore(
-            self.root, sweep_after=sweep_after, cache_slots=cache_slots, writers=writers
+            self.root,
+            sweep_after=check_sweep_after(sweep_after),
+            cache_slots=check_cache_slots(cache_slots),
+            writers=writers,
         )
 
     def __repr__(self) -> str:
@@ -181,6 +230,7 @@ class LocalJsonFileStore:
     ) -> int:
         check_slot(user_id, session_id, key)
         check_expected(expected_version)
+        check_fence(fence)
         version: int = await self._run(
             self._core.save, user_id, session_id, state, expected_version, key, fence
         )

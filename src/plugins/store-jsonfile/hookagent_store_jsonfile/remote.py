@@ -21,6 +21,7 @@ import errno
 import functools
 import secrets
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -44,11 +45,11 @@ from hookagent.store.base import (
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_id, check_slot
+from hookagent.store.ids import check_fence, check_id, check_slot
 
 from .cache import Cached, HistoryCache
 from .layout import FENCE, HEAD, MORE, id_parts, is_private, parts_to_id, slot_parts
-from .local import check_expected, check_page
+from .local import check_cache_slots, check_expected, check_page, check_writers
 from .records import (
     Head,
     decode_fence,
@@ -93,8 +94,15 @@ class FsspecJsonFileStore:
         cache_slots: int = 256,
         fs: Any = None,
     ) -> None:
-        if writers not in ("single", "multi"):
-            raise StoreConfigurationError(f"{url!r}: writers must be 'single' or 'multi'")
+        try:
+            check_writers(writers)
+            check_cache_slots(cache_slots)
+        except StoreConfigurationError as exc:
+            raise StoreConfigurationError(f"{url!r}: {exc}") from None
+        if storage_options is not None and not isinstance(storage_options, Mapping):
+            raise StoreConfigurationError(
+                f"{url!r}: storage_options must be a mapping or None, got {storage_options!r}"
+            )
         if fs is not None:
             self.fs, root = fs, url
         else:
@@ -280,6 +288,7 @@ class FsspecJsonFileStore:
     ) -> int:
         check_slot(user_id, session_id, key)
         check_expected(expected_version)
+        check_fence(fence)
         version: int = await self._run(
             self._save, user_id, session_id, state, expected_version, key, fence
         )

@@ -159,3 +159,75 @@ def test_multi_writer_refused_without_conditional_writes(fs_class: type, why: st
     single = FsspecJsonFileStore("/cas-probe-test", writers="single", fs=fs)  # allowed
     assert single.writers == "single"
     assert not fs.ls("/cas-probe-test", detail=False) if fs.exists("/cas-probe-test") else True
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("sweep_after", "600"),
+        ("sweep_after", float("nan")),
+        ("sweep_after", float("inf")),
+        ("sweep_after", -1),
+        ("sweep_after", True),
+        ("cache_slots", "3"),
+        ("cache_slots", 1.5),
+        ("cache_slots", -1),
+        ("cache_slots", True),
+        ("writers", "all"),
+        ("writers", ["multi"]),
+    ],
+)
+def test_bad_options_are_refused_when_the_store_is_made(
+    tmp_path: Path, option: str, value: object
+) -> None:
+    """Not later, inside a save (a str ``sweep_after`` used to raise a bare TypeError there)."""
+    with pytest.raises(StoreConfigurationError, match=option):
+        LocalJsonFileStore(tmp_path / "r", **{option: value})  # type: ignore[arg-type]
+    with pytest.raises(StoreConfigurationError, match=option):
+        open_store(str(tmp_path / "r"), **{option: value})
+    with pytest.raises(StoreConfigurationError, match=option):
+        AgentConfig(name="a", model="demo", state_store=str(tmp_path / "r"),
+                    state_store_options={option: value}).build()  # fmt: skip
+    if option != "sweep_after":
+        with pytest.raises(StoreConfigurationError, match=option):
+            FsspecJsonFileStore("memory://bad-options", **{option: value})  # type: ignore[arg-type]
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("query", ["sweep_after=nan", "sweep_after=-1", "sweep_after=inf"])
+def test_bad_query_options_are_refused(tmp_path: Path, query: str) -> None:
+    with pytest.raises(StoreConfigurationError, match="sweep_after"):
+        open_store(f"file://{tmp_path}/r?{query}")
+
+
+async def test_good_options_are_kept(tmp_path: Path) -> None:
+    assert LocalJsonFileStore(tmp_path, sweep_after=0)._core.sweep_after == 0.0
+    assert LocalJsonFileStore(tmp_path, sweep_after=None)._core.sweep_after is None
+    assert open_store(f"file://{tmp_path}?sweep_after=1.5")._core.sweep_after == 1.5  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///tmp/a%00b", "jsonfile:///tmp/a%00b", "/tmp/a\x00b", "/tmp/\x00"]
+)
+def test_a_root_with_nul_is_refused_when_the_store_is_made(url: str) -> None:
+    with pytest.raises(StoreConfigurationError, match="NUL"):
+        open_store(url)
+
+
+def test_bad_roots_and_storage_options_are_refused() -> None:
+    for root in ("", 5, None, b"/tmp/x"):
+        with pytest.raises(StoreConfigurationError):
+            LocalJsonFileStore(root)  # type: ignore[arg-type]
+    with pytest.raises(StoreConfigurationError, match="storage_options"):
+        open_store("memory://x", storage_options="abc")
+    with pytest.raises(StoreConfigurationError, match="storage_options"):
+        FsspecJsonFileStore("memory://x", storage_options=["anon"])  # type: ignore[arg-type]
+
+
+def test_a_relative_root_is_made_absolute_when_the_store_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = LocalJsonFileStore("rel/dir")
+    monkeypatch.chdir("/")
+    assert store.root == tmp_path / "rel" / "dir"

@@ -203,11 +203,16 @@ def test_a_child_forked_while_a_reader_holds_the_lock_does_not_keep_it(
     monkeypatch.setattr(posixio, "pread_exact", slow)
     reader, seen = in_thread(lambda: core(tmp_path).get("u", "s", K).version)
     assert inside.wait(30)
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: as a multiprocessing worker forked without exec
+        os.write(ready_w, b"x")  # (after the at-fork handlers ran)
         threading.Event().wait(30)
         os._exit(0)
+    os.close(ready_w)
     try:
+        assert os.read(ready_r, 1) == b"x"  # else the check below could run before the child's
+        os.close(ready_r)
         go.set()
         reader.join(30)
         assert seen == [3]

@@ -14,6 +14,7 @@ entry, which listing skips and removes, never a session missing from the index.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from hookagent.errors import (
     CorruptState,
     Fenced,
     InvalidIdentifier,
+    StoreConfigurationError,
     StoreUnavailable,
     VersionConflict,
 )
@@ -58,6 +60,31 @@ T = TypeVar("T")
 _RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
 
 
+MAX_TTL_MS = 2**53 - 1  # exact in Lua's doubles; far below Redis's own expiry limit
+
+
+def check_options(ttl: object, cache_slots: object, seen_slots: object) -> int:
+    """The numeric store options, checked when the store is built; returns the ttl in ms.
+
+    Why here: a bad value must fail at configuration time with a typed error, not on the
+    first call (a str ``cache_slots`` only broke the first cache put).
+    """
+    if ttl is not None and not (
+        isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and math.isfinite(ttl)
+    ):
+        raise StoreConfigurationError(
+            f"ttl must be a finite number of seconds > 0 or None, got {ttl!r}"
+        )
+    if ttl is not None and not (0 < ttl and ttl * 1000 <= MAX_TTL_MS):
+        raise StoreConfigurationError(
+            f"ttl must be > 0 and at most {MAX_TTL_MS // 1000} seconds, or None, got {ttl!r}"
+        )
+    for name, value in (("cache_slots", cache_slots), ("seen_slots", seen_slots)):
+        if type(value) is not int or value < 0:
+            raise StoreConfigurationError(f"{name} must be an int >= 0, got {value!r}")
+    return 0 if ttl is None else max(1, int(ttl * 1000))
+
+
 def _s(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
 
@@ -70,7 +97,8 @@ class RedisAgentStateStore:
     """An ``AgentStateStore`` on any redis-py asyncio client (standalone, cluster, sentinel).
 
     ``ttl`` (seconds, default None = keep forever) expires a slot that nobody saved or loaded
-    for that long (sliding). ``cache_slots`` bounds the per-slot message cache.
+    for that long (sliding). ``cache_slots`` bounds the per-slot message cache (0 = none),
+    ``seen_slots`` the memory of versions seen. Bad values: ``StoreConfigurationError``.
     """
 
     def __init__(
@@ -85,11 +113,9 @@ class RedisAgentStateStore:
         on_close: Sequence[Callable[[], Awaitable[Any]]] = (),
         atomic_index: bool | None = None,
     ) -> None:
-        if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
-            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+        self.ttl_ms = check_options(ttl, cache_slots, seen_slots)
         self.client = client
         self.layout = KeyLayout(prefix)
-        self.ttl_ms = 0 if ttl is None else max(1, int(ttl * 1000))
         self._cache: Lru[Slot, CachedHistory] = Lru(cache_slots)
         self._seen: Lru[Slot, Seen] = Lru(seen_slots)
         self._owns_client = owns_client

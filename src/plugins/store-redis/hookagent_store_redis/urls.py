@@ -14,12 +14,14 @@ to the factory win over the query string.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from hookagent.errors import StoreConfigurationError
 
-from .store import RedisAgentStateStore
+from .keys import DEFAULT_PREFIX, check_prefix
+from .store import RedisAgentStateStore, check_options
 
 SCHEMES = (
     "redis",
@@ -85,15 +87,23 @@ def _split_options(query: str) -> tuple[dict[str, str], dict[str, str]]:
 
 def _store_options(ours: dict[str, str], options: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    try:
-        if "prefix" in ours:
-            out["prefix"] = ours["prefix"]
-        if "ttl" in ours:
-            out["ttl"] = float(ours["ttl"]) if ours["ttl"] not in ("", "none", "0") else None
-        if "cache_slots" in ours:
+    if "prefix" in ours:
+        out["prefix"] = ours["prefix"]
+    if "ttl" in ours:  # "", "none" or "0" in a URL: no ttl
+        raw = ours["ttl"]
+        try:
+            out["ttl"] = float(raw) if raw.lower() not in ("", "none", "0") else None
+        except ValueError:
+            raise StoreConfigurationError(
+                f"ttl in the redis URL is not a number: {raw!r}"
+            ) from None
+    if "cache_slots" in ours:
+        try:
             out["cache_slots"] = int(ours["cache_slots"])
-    except ValueError as exc:
-        raise StoreConfigurationError(f"bad store option in redis URL: {exc}") from None
+        except ValueError:
+            raise StoreConfigurationError(
+                f"cache_slots in the redis URL is not an int: {ours['cache_slots']!r}"
+            ) from None
     unknown = set(options) - {*_STORE_OPTIONS, "client_options"}
     if unknown:
         raise StoreConfigurationError(f"unknown redis store option(s): {sorted(unknown)}")
@@ -111,7 +121,15 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
         raise StoreConfigurationError(f"not a redis store URL scheme: {scheme!r}")
     ours, theirs = _split_options(parts.query)
     store_kw = _store_options(ours, options)
-    client_kw = {**_CLIENT_DEFAULTS, **dict(options.get("client_options") or {})}
+    # every store option is checked before a client exists
+    check_prefix(store_kw.get("prefix", DEFAULT_PREFIX))
+    check_options(store_kw.get("ttl"), store_kw.get("cache_slots", 0), 0)
+    extra = options.get("client_options")
+    if extra is not None and not isinstance(extra, Mapping):
+        raise StoreConfigurationError(
+            f"client_options must be a mapping of redis-py keyword arguments, got {extra!r}"
+        )
+    client_kw = {**_CLIENT_DEFAULTS, **dict(extra or {})}
     if not {"driver_info", "lib_name", "lib_version"} & client_kw.keys():
         client_kw.update(_driver_defaults())
     tls = scheme.startswith("rediss")

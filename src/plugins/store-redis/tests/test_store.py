@@ -522,6 +522,47 @@ def test_bad_configuration_is_refused(url: str, options: dict[str, Any]) -> None
         connect(url, **options)
 
 
+TOPOLOGY_URLS = (
+    "redis://127.0.0.1:6379/0",
+    "redis+cluster://127.0.0.1:7000/",
+    "redis+sentinel://127.0.0.1:26379/mymaster/0",
+)
+BAD_OPTION_VALUES: list[tuple[str, dict[str, Any]]] = [
+    ("ttl=-5", {}),
+    ("ttl=nan", {}),
+    ("ttl=inf", {}),
+    ("ttl=1e300", {}),
+    ("", {"ttl": "x"}),
+    ("", {"ttl": 0}),
+    ("", {"ttl": True}),
+    ("", {"ttl": float("nan")}),
+    ("cache_slots=-1", {}),
+    ("cache_slots=x", {}),
+    ("", {"cache_slots": "x"}),
+    ("", {"cache_slots": 1.5}),
+    ("", {"cache_slots": True}),
+    ("", {"client_options": 5}),
+    ("", {"client_options": "socket_timeout=1"}),
+]
+
+
+@pytest.mark.parametrize("url", TOPOLOGY_URLS)
+@pytest.mark.parametrize(("query", "options"), BAD_OPTION_VALUES)
+def test_bad_option_values_are_refused_on_every_topology(
+    url: str, query: str, options: dict[str, Any]
+) -> None:
+    with pytest.raises(StoreConfigurationError, match=r"ttl|cache_slots|client_options"):
+        connect(f"{url}?{query}" if query else url, **options)
+
+
+def test_bad_option_values_are_refused_by_the_constructor() -> None:
+    client = redis.asyncio.Redis()
+    for options in ({"ttl": -1}, {"ttl": "x"}, {"cache_slots": -1}, {"seen_slots": "x"}):
+        with pytest.raises(StoreConfigurationError):
+            RedisAgentStateStore(client, **options)  # type: ignore[arg-type]
+    assert RedisAgentStateStore(client, ttl=1e-9, cache_slots=0).ttl_ms == 1
+
+
 async def test_unreachable_server_is_store_unavailable() -> None:
     store = connect(
         f"redis://127.0.0.1:{free_port()}/0", client_options={"socket_connect_timeout": 0.5}

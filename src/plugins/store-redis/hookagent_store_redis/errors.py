@@ -45,6 +45,10 @@ def translated(what: str) -> Iterator[None]:
         if str(exc).startswith("OOM"):
             raise StorageFull(f"redis is out of memory during {what}: {exc}") from exc
         raise StoreUnavailable(f"redis answered an error during {what}: {exc}") from exc
+    except TypeError as exc:  # the client choked on an option value (socket_timeout="5")
+        raise StoreConfigurationError(
+            f"the redis client rejected its configuration during {what}: {exc}"
+        ) from exc
     except (rx.RedisError, OSError, TimeoutError) as exc:
         raise StoreUnavailable(
             f"redis is unreachable during {what} (outcome unknown for writes): "

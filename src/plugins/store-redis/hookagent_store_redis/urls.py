@@ -14,6 +14,7 @@ to the factory win over the query string.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -32,6 +33,17 @@ SCHEMES = (
     "rediss+sentinel",
 )
 _STORE_OPTIONS = ("prefix", "ttl", "cache_slots")
+# query options redis-py's URL parser takes besides its typed ones (URL_QUERY_ARGUMENT_PARSERS):
+# plain strings, passed on unchanged (any other untyped key would reach the connection as a str)
+_STRING_QUERY = (
+    "client_name",
+    "ssl_ca_certs",
+    "ssl_ca_path",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_cert_reqs",
+    "ssl_ciphers",
+)
 _CLIENT_DEFAULTS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
 _PLUGIN_VERSION = "0.1.0"
 
@@ -51,6 +63,48 @@ def _driver_defaults() -> dict[str, Any]:
         return {"lib_version": redis.__version__}
     info = DriverInfo(lib_version=redis.__version__)
     return {"driver_info": info.add_upstream_driver("hookagent", _PLUGIN_VERSION)}
+
+
+def _query_keys() -> set[str]:
+    from redis.asyncio import connection
+
+    return {*getattr(connection, "URL_QUERY_ARGUMENT_PARSERS", {"db": int}), *_STRING_QUERY}
+
+
+def _accepted(cls: type) -> set[str] | None:
+    """Keyword names a redis-py connection class takes, following ``**kwargs`` up its MRO.
+
+    None when no class in the chain closes it (then nothing can be told from the signatures).
+    """
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names - {"self"}
+    return None
+
+
+def _check_connection_options(pool: Any) -> None:
+    """Refuse, at build time, options the connection class would reject on first connect.
+
+    Why: redis-py hands URL query keys and client keyword arguments to the connection class
+    only when it connects, so a typo would otherwise pass ``connect()`` and then fail every
+    call with a bare TypeError.
+    """
+    accepted = _accepted(pool.connection_class)
+    if accepted is None:
+        return
+    given = set(pool.connection_kwargs) - {"connection_pool"}  # set by the sentinel pool itself
+    unknown = sorted(given - accepted)
+    if unknown:
+        raise StoreConfigurationError(
+            f"unknown redis client option(s) {unknown}: not accepted by redis-py's "
+            f"{pool.connection_class.__name__}"
+        )
 
 
 def _hosts(netloc: str, default_port: int) -> tuple[str | None, str | None, list[tuple[str, int]]]:
@@ -130,6 +184,14 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
             f"client_options must be a mapping of redis-py keyword arguments, got {extra!r}"
         )
     client_kw = {**_CLIENT_DEFAULTS, **dict(extra or {})}
+    for name in _CLIENT_DEFAULTS:  # the timeouts we set: redis-py checks them only on connect
+        value = client_kw[name]
+        if value is not None and not (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+        ):
+            raise StoreConfigurationError(
+                f"client option {name} must be None or a number of seconds > 0, got {value!r}"
+            )
     if not {"driver_info", "lib_name", "lib_version"} & client_kw.keys():
         client_kw.update(_driver_defaults())
     tls = scheme.startswith("rediss")
@@ -140,8 +202,16 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
             return _sentinel(parts.netloc, parts.path, ours, theirs, tls, client_kw, store_kw)
         from redis.asyncio import Redis
 
+        unknown = sorted(set(theirs) - _query_keys())
+        if unknown:
+            raise StoreConfigurationError(
+                f"unknown option(s) {unknown} in the redis URL: the store takes "
+                f"{[*_STORE_OPTIONS]}, redis-py {sorted(_query_keys())}; "
+                "pass anything else in client_options"
+            )
         plain = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(theirs), ""))
         client = Redis.from_url(plain, **client_kw)
+        _check_connection_options(client.connection_pool)
     except StoreConfigurationError:
         raise
     except (ValueError, TypeError) as exc:
@@ -202,6 +272,7 @@ def _sentinel(
     client = sentinel.master_for(
         segments[0], db=db, username=user, password=password, ssl=tls, **kw
     )
+    _check_connection_options(client.connection_pool)
 
     async def close_sentinels() -> None:
         for s in sentinel.sentinels:

@@ -18,7 +18,7 @@ from hookagent.errors import (
     StoreConfigurationError,
     StoreUnavailable,
 )
-from hookagent.store import UNCONDITIONAL
+from hookagent.store import UNCONDITIONAL, Versioned
 from hookagent.testing.corpus import ENVELOPES
 from hookagent_store_redis import RedisAgentStateStore, VersionRegression, connect
 from hookagent_store_redis.testing import (
@@ -561,6 +561,63 @@ def test_bad_option_values_are_refused_by_the_constructor() -> None:
         with pytest.raises(StoreConfigurationError):
             RedisAgentStateStore(client, **options)  # type: ignore[arg-type]
     assert RedisAgentStateStore(client, ttl=1e-9, cache_slots=0).ttl_ms == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "named"),
+    [
+        ("redis://127.0.0.1:6379/14?foo=bar", {}, "foo"),
+        ("redis://127.0.0.1:6379/14?timeout=3", {}, "timeout"),  # a pool option redis-py parses
+        ("redis://127.0.0.1:6379/14?decode_responses=false", {}, "decode_responses"),
+        ("redis://127.0.0.1:6379/14", {"client_options": {"bogus": 1}}, "bogus"),
+        ("redis://127.0.0.1:6379/14", {"client_options": {"ssl_ca_certs": "/ca"}}, "ssl_ca_certs"),
+        ("rediss://127.0.0.1:6379/14", {"client_options": {"bogus": 1}}, "bogus"),
+        ("redis+cluster://127.0.0.1:7000/", {"client_options": {"bogus": 1}}, "bogus"),
+        ("redis+sentinel://127.0.0.1:26379/m/0", {"client_options": {"bogus": 1}}, "bogus"),
+        ("rediss+sentinel://127.0.0.1:26379/m/0", {"client_options": {"bogus": 1}}, "bogus"),
+        ("redis://127.0.0.1:6379/14", {"client_options": {"socket_timeout": "5"}}, "timeout"),
+        ("redis+cluster://h:1/", {"client_options": {"socket_connect_timeout": 0}}, "timeout"),
+    ],
+)
+def test_unknown_client_options_are_refused_when_the_store_is_built(
+    url: str, options: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(StoreConfigurationError, match=named):
+        connect(url, **options)
+
+
+async def test_known_client_options_pass() -> None:
+    stores = [
+        connect(
+            f"{STANDALONE}?socket_timeout=3&health_check_interval=2&client_name=hk&max_connections=4",
+            prefix=new_prefix(),
+        ),
+        connect(
+            STANDALONE,
+            prefix=new_prefix(),
+            client_options={"single_connection_client": True, "decode_responses": True},
+        ),
+        connect("rediss://127.0.0.1:6379/0?ssl_ca_certs=/ca.pem&ssl_cert_reqs=required"),
+    ]
+    try:
+        for store in stores[:2]:
+            assert await store.get_versioned("u", "s") == Versioned(None, 0)
+        kwargs = stores[0].client.connection_pool.connection_kwargs
+        assert (kwargs["socket_timeout"], kwargs["client_name"]) == (3.0, "hk")
+        assert stores[2].client.connection_pool.connection_kwargs["ssl_ca_certs"] == "/ca.pem"
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+async def test_a_client_option_of_the_wrong_type_is_a_configuration_error() -> None:
+    """redis-py only uses the value on connect: the TypeError it raises is typed, not leaked."""
+    store = connect(STANDALONE, prefix=new_prefix(), client_options={"health_check_interval": "5"})
+    try:
+        with pytest.raises(StoreConfigurationError, match="rejected its configuration"):
+            await store.get_versioned("u", "s")
+    finally:
+        await store.aclose()
 
 
 async def test_unreachable_server_is_store_unavailable() -> None:

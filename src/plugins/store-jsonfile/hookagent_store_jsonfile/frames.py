@@ -12,10 +12,12 @@ after it.
 
 Frames from a head's committed ``size`` on are the commits made after that head was written
 (format-2 heads only). A writer appends all of a save's frames in one write at the end of the
-last complete commit and fsyncs: the commit record is the commit point. Only the last frame of
-a file can be torn (a killed writer); the next writer truncates it. So an incomplete frame at
-the end is an uncommitted tail, while a complete frame with a bad header or body checksum is
-corruption (fail closed). Compression is per frame (one inflate per save), not per message.
+last complete commit and fsyncs: the commit record is the commit point. Only the end of a file
+can be torn (a killed writer; after a power loss also zero-filled or half-written blocks), and
+the next writer truncates it. So bytes that do not parse as a frame (``Unframed``: cut short,
+bad magic, bad checksum) with no frame after them (``frame_after``) are an uncommitted tail,
+provided they lie beyond the acknowledged end the caller knows (``localread``); anything else
+is corruption (fail closed). Compression is per frame (one inflate per save), not per message.
 """
 
 from __future__ import annotations
@@ -91,21 +93,29 @@ def encode_commit(
     return head + encode_frame([b"" if state == previous else state, *groups[-1]], version, count)
 
 
+class Unframed(CorruptState):
+    """The bytes at a position are not a frame (bad magic or checksum): torn or damaged."""
+
+
 Frame = tuple[int, int, int, list[bytes]]
 """``(end, version, count, parts)`` of one frame; a commit's ``parts[0]`` is its state part."""
 
 
 def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
-    """The frame at ``pos``, or None when the buffer ends inside it (a torn write)."""
+    """The frame at ``pos``, or None when the buffer ends inside it (a torn write).
+
+    Bytes that are not a frame at all raise ``Unframed``; a frame whose checksums hold but
+    whose content makes no sense raises ``CorruptState`` (no tear produces that).
+    """
     left = len(buf) - pos
     if left < FRAME_HEADER:
         seen = bytes(buf[pos : pos + min(left, 4)])
         if not any(magic.startswith(seen) for magic in FRAME_MAGICS):
-            raise CorruptState(f"{where}: garbage at byte {pos} of the history file")
+            raise Unframed(f"{where}: garbage at byte {pos} of the history file")
         return None
     magic, body_len, raw_len, body_crc, version, count, crc = _HEADER.unpack_from(buf, pos)
     if magic not in FRAME_MAGICS or crc != zlib.crc32(buf[pos : pos + _FIXED.size]):
-        raise CorruptState(f"{where}: damaged frame header at byte {pos} of the history file")
+        raise Unframed(f"{where}: damaged frame header at byte {pos} of the history file")
     if raw_len > FRAME_RAW_MAX or body_len > raw_len:
         raise CorruptState(f"{where}: frame at byte {pos} has bad lengths")
     start = pos + FRAME_HEADER
@@ -114,7 +124,7 @@ def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
         return None
     body = buf[start:end]
     if zlib.crc32(body) != body_crc:
-        raise CorruptState(f"{where}: checksum mismatch in the frame at byte {pos}")
+        raise Unframed(f"{where}: checksum mismatch in the frame at byte {pos}")
     if body_len == raw_len:
         raw = bytes(body)
     else:
@@ -123,6 +133,30 @@ def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
     if (len(parts) != count or b"" in parts) if not version else b"" in parts[1:]:
         raise CorruptState(f"{where}: frame at byte {pos} does not hold what it says")
     return end, version, count, parts
+
+
+def frame_after(buf: bytes, pos: int) -> int | None:
+    """Where the first frame header after ``pos`` starts (a magic whose header checksum holds,
+    whose body lies wholly within ``buf``), or None.
+
+    Unparsable bytes with such a header after them are not a torn end: something was written
+    after them (its body checksum is not asked for: a damaged later commit fails closed too).
+    A header whose body runs past the end is itself a torn last frame. A random match needs a
+    magic and a crc32 to agree by chance (about 2**-64 per byte).
+    """
+    found: list[int] = []
+    for magic in FRAME_MAGICS:
+        at = buf.find(magic, pos + 1)
+        while at >= 0:
+            if len(buf) - at >= FRAME_HEADER:
+                fixed = buf[at : at + _FIXED.size]
+                body_len = _HEADER.unpack_from(buf, at)[1]
+                crc = _CRC.unpack_from(buf, at + _FIXED.size)[0]
+                if crc == zlib.crc32(fixed) and at + FRAME_HEADER + body_len <= len(buf):
+                    found.append(at)
+                    break
+            at = buf.find(magic, at + 1)
+    return min(found, default=None)
 
 
 def _inflate(body: memoryview, raw_len: int, wbits: int, pos: int, where: str) -> bytes:

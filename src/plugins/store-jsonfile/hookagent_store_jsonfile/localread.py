@@ -170,8 +170,12 @@ class LocalReads(LocalTree):
             base = []
             version, count, state = hit.version, hit.count, hit.state
         tail = scan_tail(data[cut:], start + cut, version, count, state, where)
-        if tail.end < acked:
-            raise CorruptState(f"{where}: a commit acknowledged before is missing or damaged")
+        if tail.end < acked:  # unparsable bytes before the acknowledged end: never a tear
+            at = f" at byte {tail.torn}" if 0 <= tail.torn < acked else ""
+            raise CorruptState(
+                f"{where}: a commit acknowledged before (up to byte {acked}) is missing or "
+                f"damaged{at}"
+            )
         state = tail.state
         if not decode and hit is None:
             return Cached(head.gen, tail.count, tail.end, (), tail.version, state)

@@ -5,8 +5,10 @@ exactly ``head.count`` messages, as format-1 records (``records``) and/or batch 
 (``frames``); a record starts with a length below 1 MiB (first byte 0), a frame with
 ``HAJD`` (raw deflate; ``HAJF``: zlib, written by the first format-2 commits and still read),
 so the two never look alike. The tail after a format-2 head is a sequence of frames;
-the last complete commit frame is the newest committed state, and an incomplete last frame is
-an uncommitted leftover of a killed writer.
+the last complete commit frame is the newest committed state. Bytes after it that do not parse
+as frames (cut short, zero-filled, a bad checksum) and have no frame after them are an
+uncommitted leftover of a killed writer or a power loss; the caller (``localread``) still
+refuses them when they start before the acknowledged end the ``.end`` hint records.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import attrs
 from hookagent.codec import MAX_MESSAGE_BYTES
 from hookagent.errors import CorruptState
 
-from .frames import FRAME_MAGICS, read_frame
+from .frames import FRAME_MAGICS, Unframed, frame_after, read_frame
 from .records import RECORD, unpack
 
 
@@ -61,6 +63,8 @@ class Tail:
     count: int
     state: bytes
     """The newest commit's state head."""
+    torn: int = -1
+    """Offset where unparsable bytes after the last frame start (an uncommitted tail), or -1."""
 
 
 def scan_tail(buf: bytes, offset: int, version: int, count: int, state: bytes, where: str) -> Tail:
@@ -70,10 +74,22 @@ def scan_tail(buf: bytes, offset: int, version: int, count: int, state: bytes, w
     payloads: list[bytes] = []
     pending: list[bytes] = []
     pos = committed = 0
+    torn = -1
     while pos < len(view):
-        frame = read_frame(view, pos, where)
-        if frame is None:
-            break  # a torn last frame: a killed writer's uncommitted leftover
+        damage: Unframed | None = None
+        try:
+            frame = read_frame(view, pos, where)
+        except Unframed as exc:
+            frame, damage = None, exc
+        if frame is None:  # torn or damaged: an uncommitted leftover only if nothing follows
+            later = frame_after(buf, pos)
+            if later is not None:
+                raise CorruptState(
+                    f"{where}: the bytes at {offset + pos} of the history file are not a frame "
+                    f"(cut short, damaged or zeroed) and a frame follows at {offset + later}"
+                ) from damage
+            torn = offset + pos
+            break
         end, fversion, fcount, parts = frame
         if not fversion:
             pending += parts
@@ -87,4 +103,4 @@ def scan_tail(buf: bytes, offset: int, version: int, count: int, state: bytes, w
             state = parts[0] or state  # empty: the state head did not change
             committed = end
         pos = end
-    return Tail(payloads, offset + committed, version, count, state)
+    return Tail(payloads, offset + committed, version, count, state, torn)

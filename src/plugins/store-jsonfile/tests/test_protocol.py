@@ -260,6 +260,133 @@ async def test_every_tear_recovers_and_every_flip_fails_closed(tmp_path: Path) -
     assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "after0"]
 
 
+def _uncommitted(variant: str) -> bytes:
+    """What a power loss can leave after the last commit: nothing of it acknowledged."""
+    frame3 = encode_commit([encode_msg(Msg.user("m3"))], encode_head(AgentState("s", "u")), 3, 5)
+    bad_crc = bytearray(frame3)
+    bad_crc[-2] ^= 0x01
+    bad_magic = b"XXXX" + frame3[4:]
+    return {
+        "zeros10": b"\0" * 10,
+        "zeros4096": b"\0" * 4096,
+        "bad_crc_frame": bytes(bad_crc),
+        "bad_magic_frame": bad_magic,
+        "torn_then_zeros": frame3[:40] + b"\0" * 500,
+        "zeroed_header": b"\0" * 32 + frame3[32:],
+    }[variant]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "zeros10",
+        "zeros4096",
+        "bad_crc_frame",
+        "bad_magic_frame",
+        "torn_then_zeros",
+        "zeroed_header",
+    ],
+)
+@pytest.mark.parametrize("hint", ["kept", "missing"])
+async def test_garbage_beyond_the_acknowledged_end_is_an_uncommitted_tail(
+    tmp_path: Path, variant: str, hint: str
+) -> None:
+    """Zero-filled blocks or a damaged last frame after the last commit (a power loss during a
+    write that never returned) are ignored by readers and truncated by the next writer."""
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    await grow(store, 1, "a")  # an append: the hint records where it ends
+    log = the_log(tmp_path)
+    committed = log.read_bytes()
+    garbage = _uncommitted(variant)
+    log.write_bytes(committed + garbage)
+    if hint == "missing":
+        (key_dir(tmp_path) / ".end").unlink()
+    for reader in (store, LocalJsonFileStore(tmp_path, cache_slots=0)):
+        assert await texts(reader) == ["m0", "m1", "m2", "a0"]
+    assert log.read_bytes() == committed + garbage  # readers never cut anything
+    await grow(LocalJsonFileStore(tmp_path), 1, "next")
+    data = log.read_bytes()
+    assert data.startswith(committed) and b"\0" * 10 not in data[len(committed) :]
+    assert await texts(LocalJsonFileStore(tmp_path)) == ["m0", "m1", "m2", "a0", "next0"]
+
+
+@pytest.mark.parametrize("variant", ["zeros", "flip", "bad_magic"])
+async def test_damage_before_the_acknowledged_end_fails_closed(
+    tmp_path: Path, variant: str
+) -> None:
+    """The same damage inside the last acknowledged commit (the hint covers it) is refused."""
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    base = the_log(tmp_path).stat().st_size
+    await grow(store, 1, "a")
+    log = the_log(tmp_path)
+    data = bytearray(log.read_bytes())
+    if variant == "zeros":
+        data[base:] = b"\0" * (len(data) - base)
+    elif variant == "flip":
+        data[-2] ^= 0x01
+    else:
+        data[base : base + 4] = b"XXXX"
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptState, match="acknowledged"):
+        await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    with pytest.raises(CorruptState, match="acknowledged"):
+        await grow(LocalJsonFileStore(tmp_path), 1, "c")
+    assert log.read_bytes() == bytes(data)  # the writer did not truncate or append
+
+
+@pytest.mark.parametrize("variant", ["zeros", "flip", "bad_magic"])
+@pytest.mark.parametrize("hint", ["stale", "missing"])
+async def test_damage_followed_by_a_frame_fails_closed(
+    tmp_path: Path, variant: str, hint: str
+) -> None:
+    """Unparsable bytes with a frame after them are no torn end, even beyond the hint (which
+    a power loss can leave behind the file): fail closed, truncate nothing."""
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    await grow(store, 1, "a")
+    log, end = the_log(tmp_path), key_dir(tmp_path) / ".end"
+    first, stale = log.stat().st_size, end.read_bytes()
+    await grow(store, 1, "b")
+    second = log.stat().st_size
+    await grow(store, 1, "c")
+    if hint == "stale":
+        end.write_bytes(stale)  # the hint after "a": "b" and "c" lie beyond it
+    else:
+        end.unlink()
+    data = bytearray(log.read_bytes())
+    if variant == "zeros":
+        data[first:second] = b"\0" * (second - first)
+    elif variant == "flip":
+        data[second - 2] ^= 0x01
+    else:
+        data[first : first + 4] = b"XXXX"
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptState, match="a frame follows"):
+        await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
+    with pytest.raises(CorruptState, match="a frame follows"):
+        await grow(LocalJsonFileStore(tmp_path), 1, "d")
+    assert log.read_bytes() == bytes(data)
+
+
+async def test_a_flip_anywhere_in_an_unacknowledged_last_frame_is_a_tail(tmp_path: Path) -> None:
+    """Beyond the hint, a complete last frame with a flipped bit (a power loss mid-write) is
+    dropped like a torn one; the committed state before it is read."""
+    store = LocalJsonFileStore(tmp_path)
+    await grow(store, 3)
+    await grow(store, 1, "a")
+    log = the_log(tmp_path)
+    committed = log.read_bytes()
+    frame3 = encode_commit([encode_msg(Msg.user("m3"))], encode_head(AgentState("s", "u")), 3, 5)
+    for offset in range(len(frame3)):
+        flipped = bytearray(frame3)
+        flipped[offset] ^= 0x01
+        log.write_bytes(committed + bytes(flipped))
+        got = await LocalJsonFileStore(tmp_path, cache_slots=0).get_versioned("u", "s")
+        assert got.version == 2, offset
+
+
 async def test_save_work_does_not_grow_with_history(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,19 +2,20 @@
 
     redis://[[user]:password@]host[:port][/db][?prefix=..&ttl=..]   standalone
     rediss://...                                                     standalone over TLS
-    unix:///path/to/redis.sock[?db=0]                                (via redis-py's from_url)
     redis+cluster://[[user]:password@]host:port[,host:port...]/      Cluster (seed nodes)
     redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]   Sentinel
     rediss+cluster://..., rediss+sentinel://...                      the same over TLS
 
 Our own query options (removed before the rest goes to redis-py): ``prefix``, ``ttl``
 (seconds), ``cache_slots``; for sentinel also ``sentinel_password``. Keyword options given
-to the factory win over the query string.
+to the factory win over the query string. A Unix socket has no URL here: pass a client built
+with ``unix_socket_path`` to ``RedisAgentStateStore``.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -95,6 +96,9 @@ def _check_connection_options(pool: Any) -> None:
     only when it connects, so a typo would otherwise pass ``connect()`` and then fail every
     call with a bare TypeError.
     """
+    db = pool.connection_kwargs.get("db", 0)
+    if type(db) is not int or db < 0:
+        raise StoreConfigurationError(f"the redis database must be an int >= 0, got {db!r}")
     accepted = _accepted(pool.connection_class)
     if accepted is None:
         return
@@ -171,9 +175,14 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
         raise StoreConfigurationError(f"redis store URL must be a str, got {type(url).__name__}")
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    if scheme not in (*SCHEMES, "unix"):
-        raise StoreConfigurationError(f"not a redis store URL scheme: {scheme!r}")
+    if scheme not in SCHEMES:
+        raise StoreConfigurationError(
+            f"not a redis store URL scheme: {scheme!r} (one of {', '.join(SCHEMES)}; for a "
+            "Unix socket pass a client to RedisAgentStateStore)"
+        )
     ours, theirs = _split_options(parts.query)
+    if "sentinel_password" in ours and not scheme.endswith("+sentinel"):
+        raise StoreConfigurationError("sentinel_password applies only to redis+sentinel URLs")
     store_kw = _store_options(ours, options)
     # every store option is checked before a client exists
     check_prefix(store_kw.get("prefix", DEFAULT_PREFIX))
@@ -197,11 +206,17 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
     tls = scheme.startswith("rediss")
     try:
         if scheme.endswith("+cluster"):
-            return _cluster(parts.netloc, theirs, tls, client_kw, store_kw)
+            return _cluster(parts.netloc, parts.path, theirs, tls, client_kw, store_kw)
         if scheme.endswith("+sentinel"):
             return _sentinel(parts.netloc, parts.path, ours, theirs, tls, client_kw, store_kw)
         from redis.asyncio import Redis
 
+        db_query = theirs.get("db", "0")
+        if not re.fullmatch(r"(?:/[0-9]+)?/?", parts.path) or not re.fullmatch("[0-9]+", db_query):
+            raise StoreConfigurationError(
+                "the database of a redis URL is a number >= 0 (/<db> or ?db=<db>), got path "
+                f"{parts.path!r}" + (f" and db={db_query!r}" if "db" in theirs else "")
+            )
         unknown = sorted(set(theirs) - _query_keys())
         if unknown:
             raise StoreConfigurationError(
@@ -220,11 +235,20 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
 
 
 def _cluster(
-    netloc: str, query: dict[str, str], tls: bool, kw: dict[str, Any], store_kw: dict[str, Any]
+    netloc: str,
+    path: str,
+    query: dict[str, str],
+    tls: bool,
+    kw: dict[str, Any],
+    store_kw: dict[str, Any],
 ) -> RedisAgentStateStore:
     from redis.asyncio.cluster import ClusterNode, RedisCluster
 
     user, password, hosts = _hosts(netloc, 6379)
+    if path not in ("", "/"):
+        raise StoreConfigurationError(
+            f"a redis+cluster URL has no database path (a cluster has only db 0), got {path!r}"
+        )
     if query:
         raise StoreConfigurationError(f"unsupported redis+cluster URL options: {sorted(query)}")
     client = RedisCluster(
@@ -255,10 +279,11 @@ def _sentinel(
             "redis+sentinel URL needs /<service name>[/<db>], e.g. "
             "redis+sentinel://h1:26379,h2:26379/mymaster/0"
         )
-    try:
-        db = int(segments[1]) if len(segments) == 2 else 0
-    except ValueError:
-        raise StoreConfigurationError(f"bad database number {segments[1]!r}") from None
+    if len(segments) == 2 and not re.fullmatch("[0-9]+", segments[1]):
+        raise StoreConfigurationError(
+            f"the database of a redis+sentinel URL is a number >= 0, got {segments[1]!r}"
+        )
+    db = int(segments[1]) if len(segments) == 2 else 0
     if query:
         raise StoreConfigurationError(f"unsupported redis+sentinel URL options: {sorted(query)}")
     sentinel_kw: dict[str, Any] = {

@@ -28,6 +28,7 @@ from hookagent_store_redis.testing import (
     free_port,
     new_prefix,
 )
+from redis.asyncio.cluster import RedisCluster
 
 pytestmark = pytest.mark.anyio
 
@@ -584,6 +585,39 @@ def test_unknown_client_options_are_refused_when_the_store_is_built(
 ) -> None:
     with pytest.raises(StoreConfigurationError, match=named):
         connect(url, **options)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/abc",
+        "redis://127.0.0.1:6379/-1",
+        "redis://127.0.0.1:6379/1/2",
+        "redis://127.0.0.1:6379//",
+        "redis://127.0.0.1:6379/0?db=x",
+        "redis://127.0.0.1:6379/0?db=-2",
+        "redis+cluster://127.0.0.1:7000/5",
+        "redis+cluster://127.0.0.1:7000/0",
+        "redis+sentinel://127.0.0.1:26379/mymaster/-1",
+        "unix:///tmp/redis.sock",
+        "redis://127.0.0.1:6379/0?sentinel_password=x",
+        "redis+cluster://127.0.0.1:7000/?sentinel_password=x",
+    ],
+)
+def test_url_parts_that_would_be_ignored_are_refused(url: str) -> None:
+    with pytest.raises(StoreConfigurationError):
+        connect(url)
+
+
+def test_database_forms() -> None:
+    db = [
+        connect(u).client.connection_pool.connection_kwargs.get("db", 0)
+        for u in ("redis://h", "redis://h/", "redis://h/7", "redis://h/7/", "redis://h/1?db=3")
+    ]
+    assert db == [0, 0, 7, 7, 3]
+    with pytest.raises(StoreConfigurationError, match="database"):
+        connect("redis://h", client_options={"db": -1})
+    assert isinstance(connect("redis+cluster://127.0.0.1:7000").client, RedisCluster)
 
 
 async def test_known_client_options_pass() -> None:

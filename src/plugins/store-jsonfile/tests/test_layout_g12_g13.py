@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 from hookagent.errors import CorruptState
 from hookagent.messages import Msg
 from hookagent.state import AgentState, History
+from hookagent.store.base import UNCONDITIONAL, Fence
 from hookagent.store.ids import MAX_ID_LENGTH
 from hookagent.testing.corpus import HOSTILE_IDS
 from hookagent_store_jsonfile import LocalJsonFileStore
@@ -164,3 +166,71 @@ async def test_symlinks_planted_at_files_are_refused(tmp_path: Path) -> None:
     await store.delete("u", "s")
     assert outside.read_bytes() == b"precious"
     assert not root.joinpath(*slot_parts("u", "s")).exists()
+
+
+def _snapshot(top: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(top)): (p.read_bytes() if p.is_file() else b"", p.stat().st_mtime_ns)
+        for p in sorted(top.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("planted", ["session", "key", ".end", ".fence"])
+async def test_symlinks_planted_at_slot_dirs_and_hint_files_are_refused(
+    tmp_path: Path, planted: str
+) -> None:
+    """A symlink at the session dir, the key dir, ``.end`` or ``.fence``: every call that
+    would go through it raises ``CorruptState``, and nothing outside the root is touched."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_bytes(b"precious")
+    (outside / "head").write_bytes(b"not a head")
+    store = LocalJsonFileStore(root)
+    state = AgentState("s", "u")
+    state.context.append(Msg.user("one"))
+    await store.save_if_version("u", "s", state, 0)
+    state.context.append(Msg.user("two"))
+    await store.save_if_version("u", "s", state, 1)  # an append: writes the .end hint
+    sdir = root.joinpath(*slot_parts("u", "s"))
+    kdir = sdir / id_parts("agent_state")[0]
+    if planted == "session":
+        shutil.rmtree(sdir)
+        sdir.symlink_to(outside, target_is_directory=True)
+    elif planted == "key":
+        shutil.rmtree(kdir)
+        kdir.symlink_to(outside, target_is_directory=True)
+    elif planted == ".end":
+        (kdir / ".end").unlink()
+        (kdir / ".end").symlink_to(outside / "precious")
+    else:
+        (sdir / ".fence").symlink_to(outside / "precious")
+    before = _snapshot(outside)
+    fresh = LocalJsonFileStore(root, cache_slots=0)
+    loaded = AgentState("s", "u")  # as loaded at version 2, before the link was planted
+    loaded.context = History([Msg.user("one"), Msg.user("two")], committed=True)
+    loaded.context.append(Msg.user("three"))
+    fenced = fresh.save_if_version("u", "s", AgentState("s", "u"), 2, fence=Fence(3, "o"))
+    with pytest.raises(CorruptState, match="symlink"):
+        await fenced
+    if planted != ".fence":  # (only a fenced save reads the fence)
+        with pytest.raises(CorruptState, match="symlink"):
+            await fresh.get_versioned("u", "s")
+        with pytest.raises(CorruptState, match="symlink"):
+            await fresh.save_if_version("u", "s", loaded, 2)
+        with pytest.raises(CorruptState, match="symlink"):
+            await fresh.save_if_version("u", "s", AgentState("s", "u"), UNCONDITIONAL)
+    if planted in ("session", "key"):
+        with pytest.raises(CorruptState, match="symlink"):
+            await fresh.delete("u", "s", "agent_state")
+    assert await fresh.sweep(older_than=0) == 0
+    assert (await fresh.list_session_ids("u")).session_ids == (
+        () if planted in ("session", "key") else ("s",)
+    )
+    assert _snapshot(outside) == before
+    if planted == "session":
+        with pytest.raises(CorruptState, match="symlink"):
+            await fresh.delete("u", "s")
+    else:  # a delete of the session unlinks the link, never its target
+        await fresh.delete("u", "s")
+        assert not sdir.exists() and not sdir.is_symlink()
+    assert _snapshot(outside) == before

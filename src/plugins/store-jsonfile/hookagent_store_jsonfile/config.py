@@ -28,9 +28,12 @@ _OPTIONS = {"writers": str, "sweep_after": float, "cache_slots": int}
 
 
 def state_home() -> Path:
-    """``$HOOKAGENT_STATE_HOME`` if set, else ``~/.hookagent/state``."""
+    """``$HOOKAGENT_STATE_HOME`` if set, else ``~/.hookagent/state``; absolute, resolved now
+    (a relative value names a directory under the current directory at this call, not at the
+    store's first use)."""
     env = os.environ.get(STATE_HOME_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".hookagent" / "state"
+    home = Path(env).expanduser() if env else Path.home() / ".hookagent" / "state"
+    return home.absolute()
 
 
 def default_root(agent_id: str) -> Path:

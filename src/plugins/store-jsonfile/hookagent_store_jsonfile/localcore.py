@@ -79,7 +79,7 @@ class LocalCore(LocalWrites):
         with self._open_lock:
             if self._root_fd is None:
                 try:
-                    self.root_path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    io.make_root(self.root_path, self.dur)
                     fd = os.open(self.root_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                 except OSError as exc:
                     raise io.mapped(exc, f"opening the store root {self.root_path}") from exc

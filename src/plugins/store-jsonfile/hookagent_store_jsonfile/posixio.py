@@ -96,6 +96,30 @@ def mapped(exc: OSError, what: str) -> SessionStoreError:
     return StoreUnavailable(f"{what}: {exc}")
 
 
+def make_root(path: str | os.PathLike[str], dur: Durability) -> None:
+    """Create the store root and every missing parent with mode 0700, then make each new entry
+    durable (its parent fsynced). Directories that exist are left as they are (never chmodded).
+    """
+    missing: list[str] = []
+    at = os.path.join(os.getcwd(), path)  # (not abspath: ``..`` after a symlink stays as is)
+    while not os.path.lexists(at):
+        missing.append(at)
+        up = os.path.dirname(at)
+        if up == at:
+            break
+        at = up
+    for name in reversed(missing):
+        try:
+            os.mkdir(name, 0o700)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs
+        fd = os.open(os.path.dirname(name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            dur.fsync(fd, "a directory (new store root or parent)")
+        finally:
+            os.close(fd)
+
+
 def open_dir(
     parent: int, name: str, *, create: bool, dur: Durability, pending: list[int] | None = None
 ) -> int | None:

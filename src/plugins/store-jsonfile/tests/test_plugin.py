@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,15 @@ from hookagent import AgentConfig, RuntimeContext
 from hookagent.errors import InvalidIdentifier, StoreConfigurationError
 from hookagent.plugins import create_plugin_manager
 from hookagent.registry import collect
+from hookagent.state import AgentState
 from hookagent.testing.scripted import ScriptedModel
-from hookagent_store_jsonfile import FsspecJsonFileStore, LocalJsonFileStore, open_store, plugin
+from hookagent_store_jsonfile import (
+    FsspecJsonFileStore,
+    LocalJsonFileStore,
+    open_store,
+    plugin,
+    state_home,
+)
 from hookagent_store_jsonfile.layout import id_parts
 
 pytestmark = pytest.mark.anyio
@@ -231,3 +240,40 @@ def test_a_relative_root_is_made_absolute_when_the_store_is_made(
     store = LocalJsonFileStore("rel/dir")
     monkeypatch.chdir("/")
     assert store.root == tmp_path / "rel" / "dir"
+
+
+async def test_missing_parents_of_the_root_are_created_0700_and_existing_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``~/.hookagent/state/<agent>``: the store makes ``.hookagent`` and ``state`` private too
+    (not 0755 from the umask), and never chmods a directory it did not create."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HOOKAGENT_STATE_HOME", raising=False)
+    (tmp_path / "home").mkdir(mode=0o755)
+    os.chmod(tmp_path / "home", 0o755)
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real(fd))[1])
+    old = os.umask(0o022)
+    try:
+        store = plugin.hookagent_default_state_store(agent_id="a")
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    finally:
+        os.umask(old)
+    for made in (".hookagent", ".hookagent/state", ".hookagent/state/a"):
+        assert stat.S_IMODE((tmp_path / "home" / made).stat().st_mode) == 0o700, made
+        # the new entry is durable: its parent was fsynced
+        assert (tmp_path / "home" / made).parent.stat().st_ino in synced, made
+    assert stat.S_IMODE((tmp_path / "home").stat().st_mode) == 0o755  # existed: left as is
+    assert (await store.get_versioned("u", "s")).version == 1
+
+
+def test_a_relative_state_home_is_made_absolute_when_the_store_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOOKAGENT_STATE_HOME", "relative/dir")
+    store = plugin.hookagent_default_state_store(agent_id="a")
+    monkeypatch.chdir("/")
+    assert store.root == tmp_path / "relative" / "dir" / "a"
+    assert state_home().is_absolute()

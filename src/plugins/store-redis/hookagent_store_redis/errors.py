@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hookagent.errors import StorageFull, StoreConfigurationError, StoreUnavailable
+from hookagent.errors import CorruptState, StorageFull, StoreConfigurationError, StoreUnavailable
 from redis import exceptions as rx
 
 
@@ -44,6 +44,10 @@ def translated(what: str) -> Iterator[None]:
     except rx.ResponseError as exc:
         if str(exc).startswith("OOM"):
             raise StorageFull(f"redis is out of memory during {what}: {exc}") from exc
+        if "WRONGTYPE" in str(exc):  # one of our keys holds another type: damaged, not down
+            raise CorruptState(
+                f"a key of the store holds the wrong type of value during {what}: {exc}"
+            ) from exc
         raise StoreUnavailable(f"redis answered an error during {what}: {exc}") from exc
     except TypeError as exc:  # the client choked on an option value (socket_timeout="5")
         raise StoreConfigurationError(

@@ -23,7 +23,12 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hookagent.errors import InvalidStoreArgument, SessionBusy, StoreConfigurationError
+from hookagent.errors import (
+    CorruptState,
+    InvalidStoreArgument,
+    SessionBusy,
+    StoreConfigurationError,
+)
 from hookagent.store.base import Fence
 from hookagent.store.ids import check_fence, check_slot
 
@@ -123,6 +128,11 @@ class RedisSessionGate:
                 self.client,
                 [sk.lease, sk.meta, sk.queue, sk.queue_deadlines],
                 [owner, self.lease_ms, self.window_ms if queue else 0],
+            )
+        if int(res[0]) < 0:
+            raise CorruptState(
+                f"the gate counters (meta ge/fe/qt) of user_id={user_id!r} "
+                f"session_id={session_id!r} are damaged: no epoch can be handed out safely"
             )
         return Fence(int(res[1]), owner) if int(res[0]) == 1 else None
 

@@ -13,30 +13,61 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
+# Stored numbers are read through these: a field that is present but not an integer in
+# [0, 2^53) is damage, and the scripts then answer CORRUPT and write nothing (reading it as 0
+# would let a save overwrite a damaged slot, or a garbage epoch switch fencing off).
+NUMBERS = """
+local function int(x)  -- an integer in [0, 2^53), or nil (absent, or not such a number)
+  local n = tonumber(x)
+  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then return n end
+  return nil
+end
+local function ctr(x)  -- a counter: absent is 0, present must be an int
+  if not x then return 0 end
+  return int(x)
+end
+"""
+
 # KEYS: head, list, keyset, meta[, user index -- only when not in a cluster]
 # ARGV: 1 expected (-1 = unconditional), 2 mode (a|r), 3 base, 4 fence epoch ('' = none),
 #       5 fence owner, 6 encoded sections, 7 ttl ms (0 = none), 8 key name, 9 write id,
 #       10 expected incarnation ('' = any), 11 expected write id ('' = any),
 #       12 encoded session id (the index member), 13.. messages
-SAVE = """
+# -> {'OK', v, gen, n, chain, inc, created} | {'CONFLICT', v, inc} | {'FENCED', ge, fe}
+#    | {'REWRITE'} | {'CORRUPT', what}: every check comes before the first write
+SAVE = (
+    NUMBERS
+    + """
 local head, list, keyset, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected, mode, base = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local kname, wid = ARGV[8], ARGV[9]
 local h = redis.call('HMGET', head, 'v', 'g', 'n', 'c', 'i', 'w')
-local cur = tonumber(h[1]) or 0
+local m = redis.call('HMGET', meta, 'ge', 'fe', 'fo', 'i:' .. kname, 'g:' .. kname)
+local ge, fe = ctr(m[1]), ctr(m[2])
+if not (ge and fe and ctr(m[4]) and ctr(m[5])) then return {'CORRUPT', 'meta'} end
+local cur, gen, n, inc = 0, 0, 0, 0
+if h[1] then
+  cur, gen, n, inc = int(h[1]), int(h[2]), int(h[3]), int(h[5])
+  if not (cur and cur > 0 and gen and n and inc and h[4]) then return {'CORRUPT', 'head'} end
+elseif redis.call('EXISTS', head) == 1 then
+  return {'CORRUPT', 'head'}
+end
+local kt = redis.call('TYPE', keyset)['ok']
+if kt ~= 'set' and kt ~= 'none' then return {'CORRUPT', 'keyset'} end
+if kt == 'none' and KEYS[5] then
+  local it = redis.call('TYPE', KEYS[5])['ok']
+  if it ~= 'zset' and it ~= 'none' then return {'CORRUPT', 'index'} end
+end
 if cur > 0 and h[6] == wid then
-  return {'OK', cur, tonumber(h[2]), tonumber(h[3]), h[4], tonumber(h[5]), 0}
+  return {'OK', cur, gen, n, h[4], inc, 0}
 end
 local fe_new = ARGV[4]
 if fe_new ~= '' then
-  local e = tonumber(fe_new)
-  local m = redis.call('HMGET', meta, 'ge', 'fe', 'fo')
-  local ge, fe, fo = tonumber(m[1]) or 0, tonumber(m[2]) or 0, m[3]
+  local e, fo = tonumber(fe_new), m[3]
   if e < ge or e < fe or (e == fe and fo and fo ~= ARGV[5]) then
     return {'FENCED', ge, fe}
   end
 end
-local inc = tonumber(h[5]) or 0
 if expected >= 0 then
   if expected ~= cur then return {'CONFLICT', cur, inc} end
   if cur > 0 and ((ARGV[10] ~= '' and tostring(inc) ~= ARGV[10])
@@ -44,7 +75,7 @@ if expected >= 0 then
     return {'CONFLICT', cur, inc}
   end
 end
-local gen, n, chain = tonumber(h[2]) or 0, tonumber(h[3]) or 0, h[4] or ''
+local chain = h[4] or ''
 if mode == 'a' and cur > 0 and expected == cur then
   if base > n then return {'REWRITE'} end
   if base < n then
@@ -72,7 +103,8 @@ for k = first, total do chain = redis.sha1hex(chain .. ARGV[k]) end
 n = n + (total - first + 1)
 local v = cur + 1
 redis.call('HSET', head, 'v', v, 'g', gen, 'n', n, 'c', chain, 'i', inc, 'w', wid, 'd', ARGV[6])
-local created = 1 - redis.call('EXISTS', keyset)
+local created = 0
+if kt == 'none' then created = 1 end
 redis.call('SADD', keyset, kname)
 if created == 1 and KEYS[5] then redis.call('ZADD', KEYS[5], 0, ARGV[12]) end
 if fe_new ~= '' then redis.call('HSET', meta, 'fe', fe_new, 'fo', ARGV[5]) end
@@ -84,6 +116,7 @@ if ttl > 0 then
 end
 return {'OK', v, gen, n, chain, inc, created}
 """
+)
 
 # KEYS: head, list, keyset, meta ; ARGV: cached generation (-1 none, 'head' = no messages),
 # cached count, ttl, key name
@@ -92,12 +125,15 @@ return {'OK', v, gen, n, chain, inc, created}
 # one bulk reply for a short tail. A cold load asks for the head only and reads the list with
 # a plain LRANGE (10x cheaper than copying thousands of messages through Lua), then checks it
 # against the head's hash chain.
-LOAD = """
+LOAD = (
+    NUMBERS
+    + """
 local h = redis.call('HMGET', KEYS[1], 'v', 'g', 'n', 'c', 'i', 'w', 'd')
-local ictr = tonumber(redis.call('HGET', KEYS[4], 'i:' .. ARGV[4]) or '0')
-if not h[1] then return {0, ictr} end
-local g, n = tonumber(h[2]), tonumber(h[3])
-if not g or not n or not tonumber(h[1]) or not tonumber(h[5]) then return {-1, ictr} end
+local ictr = ctr(redis.call('HGET', KEYS[4], 'i:' .. ARGV[4]))
+if not ictr then return {-1, 0, 'meta'} end
+if not h[1] and redis.call('EXISTS', KEYS[1]) == 0 then return {0, ictr} end
+local v, g, n, inc = int(h[1]), int(h[2]), int(h[3]), int(h[5])
+if not (v and v > 0 and g and n and inc and h[4]) then return {-1, ictr, 'head'} end
 local from = 0
 if ARGV[1] == 'head' then
   from = n
@@ -106,7 +142,7 @@ elseif tostring(g) == ARGV[1] and n >= tonumber(ARGV[2]) then
 end
 local tail = ''
 if n > from then tail = table.concat(redis.call('LRANGE', KEYS[2], from, n - 1), '\\n') end
-local out = {tonumber(h[1]), ictr, g, n, h[4], tonumber(h[5]), h[6], h[7], from, tail}
+local out = {v, ictr, g, n, h[4], inc, h[6], h[7], from, tail}
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
@@ -115,6 +151,7 @@ if ttl > 0 then
 end
 return out
 """
+)
 
 # KEYS: keyset[, user index -- only when not in a cluster] ; ARGV: 1 session base name,
 # 2 key name ('' = every key of the session), 3 encoded session id (the index member).
@@ -136,15 +173,21 @@ return out
 """
 
 # KEYS: lease, meta, queue, queue deadlines ; ARGV: owner, lease ms, waiter window ms (0 = no
-# queueing). -> {1, epoch} granted, or {0, lease pttl}.
-ACQUIRE = """
+# queueing). -> {1, epoch} granted, {0, lease pttl}, or {-1, 'meta'} (damaged counters: an
+# epoch read as 0 could be handed out twice). A damaged waiter deadline counts as expired.
+ACQUIRE = (
+    NUMBERS
+    + """
 local lease, meta, queue, qdl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, ttl, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local m = redis.call('HMGET', meta, 'ge', 'fe', 'qt')
+local ge, fe = ctr(m[1]), ctr(m[2])
+if not (ge and fe and ctr(m[3])) then return {-1, 'meta'} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local waiting = redis.call('ZRANGE', queue, 0, -1)
 for _, w in ipairs(waiting) do
-  local d = tonumber(redis.call('HGET', qdl, w) or '0')
+  local d = tonumber(redis.call('HGET', qdl, w)) or 0
   if d < now then
     redis.call('ZREM', queue, w)
     redis.call('HDEL', qdl, w)
@@ -153,8 +196,7 @@ end
 if redis.call('EXISTS', lease) == 0 then
   local first = redis.call('ZRANGE', queue, 0, 0)[1]
   if (not first) or first == owner then
-    local m = redis.call('HMGET', meta, 'ge', 'fe')
-    local e = math.max(tonumber(m[1]) or 0, tonumber(m[2]) or 0) + 1
+    local e = math.max(ge, fe) + 1
     redis.call('HSET', meta, 'ge', e)
     redis.call('HSET', lease, 'owner', owner, 'epoch', e)
     redis.call('PEXPIRE', lease, ttl)
@@ -175,6 +217,7 @@ if window > 0 then
 end
 return {0, redis.call('PTTL', lease)}
 """
+)
 
 # KEYS: lease, queue, queue deadlines ; ARGV: owner -- a waiter that gives up leaves the queue
 LEAVE = """

@@ -85,6 +85,14 @@ def check_options(ttl: object, cache_slots: object, seen_slots: object) -> int:
     return 0 if ttl is None else max(1, int(ttl * 1000))
 
 
+_DAMAGE = {  # what the scripts name in a CORRUPT answer
+    "head": "head (version, generation, count, incarnation or chain not stored as such)",
+    "meta": "counters hash (a gate epoch, fence, incarnation or generation that is no int)",
+    "keyset": "key set (wrong type)",
+    "index": "per-user session index (wrong type)",
+}
+
+
 def _s(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
 
@@ -188,9 +196,10 @@ class RedisAgentStateStore:
         )
         version, counter = int(res[0]), int(res[1])
         if version < 0:
+            what = _s(res[2]) if len(res) > 2 else "head"
             raise CorruptState(
-                f"head of user_id={user_id!r} session_id={session_id!r} key={key!r} "
-                "lacks its version, generation, count or incarnation"
+                f"the {_DAMAGE.get(what, what)} of user_id={user_id!r} "
+                f"session_id={session_id!r} key={key!r} is damaged"
             )
         if version == 0:
             self._cache.pop(slot)
@@ -321,6 +330,14 @@ class RedisAgentStateStore:
                 f"lease epoch {fence.epoch if fence else None} of {holder!r} is older than the "
                 f"newest (gate epoch {int(res[1])}, last write epoch {int(res[2])}) on "
                 f"user_id={user_id!r} session_id={session_id!r}"
+            )
+        if status == "CORRUPT":  # the script wrote nothing
+            if ordered_index:
+                await self._index_remove_checked(user_id, session_id)
+            what = _s(res[1])
+            raise CorruptState(
+                f"the {_DAMAGE.get(what, what)} of user_id={user_id!r} "
+                f"session_id={session_id!r} key={key!r} is damaged; nothing was written"
             )
         if status == "CONFLICT":
             current, incarnation = int(res[1]), int(res[2])

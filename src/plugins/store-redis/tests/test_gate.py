@@ -135,6 +135,25 @@ async def test_gate_rejects_bad_input(standalone_store: RedisAgentStateStore) ->
     assert await gate.try_acquire("u", "s") is not None
 
 
+async def test_damaged_gate_counters_fail_closed(standalone_store: RedisAgentStateStore) -> None:
+    """A garbage epoch read as 0 could hand out an epoch twice: CorruptState, no lease taken."""
+    from hookagent.errors import CorruptState
+
+    gate = RedisSessionGate(standalone_store)
+    sk = standalone_store.layout.session("u", "s")
+    for field in ("ge", "fe", "qt"):
+        await standalone_store.client.delete(sk.meta)
+        await standalone_store.client.hset(sk.meta, field, "garbage")
+        with pytest.raises(CorruptState, match="gate counters"):
+            await gate.try_acquire("u", "s", queue=True)
+        assert not await standalone_store.client.exists(sk.lease, sk.queue)
+    # a waiter whose deadline is damaged loses its place instead of breaking the script
+    await standalone_store.client.delete(sk.meta)
+    await standalone_store.client.zadd(sk.queue, {"ghost": 1})
+    await standalone_store.client.hset(sk.queue_deadlines, "ghost", "garbage")
+    assert await gate.try_acquire("u", "s") is not None
+
+
 def _check_serial_history(texts: list[str], inputs: list[str]) -> None:
     assert len(texts) == 2 * len(inputs)
     assert Counter(texts[0::2]) == Counter(inputs), "an input is lost or doubled"

@@ -18,7 +18,7 @@ from hookagent.errors import (
     StoreConfigurationError,
     StoreUnavailable,
 )
-from hookagent.store import UNCONDITIONAL, Versioned
+from hookagent.store import UNCONDITIONAL, Fence, Versioned
 from hookagent.testing.corpus import ENVELOPES
 from hookagent_store_redis import RedisAgentStateStore, VersionRegression, connect
 from hookagent_store_redis.testing import (
@@ -469,6 +469,88 @@ async def test_corrupt_stored_data_is_a_typed_error(standalone_store: RedisAgent
     await store.client.rpush(sk.messages("agent_state"), b"junk")
     with pytest.raises(CorruptState):
         await connect(STANDALONE, prefix=store.prefix).get_versioned("u", "s")
+
+
+async def _everything(store: RedisAgentStateStore) -> dict[bytes, bytes | None]:
+    """Every key of the store's prefix with its DUMP: equal before and after = nothing written."""
+    keys = [k async for k in store.client.scan_iter(match=f"{store.prefix}:*", count=1000)]
+    return {k: await store.client.dump(k) for k in keys}
+
+
+DAMAGE: dict[str, tuple[str, Any]] = {  # name -> (which key, what is done to it)
+    "version not a number": ("head", ("hset", "v", "x")),
+    "version missing": ("head", ("hdel", "v")),
+    "version zero": ("head", ("hset", "v", "0")),
+    "count not an int": ("head", ("hset", "n", "1.5")),
+    "generation garbage": ("head", ("hset", "g", "1e999")),
+    "chain missing": ("head", ("hdel", "c")),
+    "head of another type": ("head", ("string",)),
+    "gate epoch garbage": ("meta", ("hset", "ge", "x")),
+    "fence epoch garbage": ("meta", ("hset", "fe", "-3")),
+    "incarnation counter garbage": ("meta", ("hset", "i:agent_state", "x")),
+    "generation counter garbage": ("meta", ("hset", "g:agent_state", "x")),
+    "key set of another type": ("keyset", ("string",)),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+async def test_saves_over_damaged_keys_fail_closed_and_write_nothing(
+    topology_store: RedisAgentStateStore, damage: str
+) -> None:
+    """A damaged head, counter or key type is CorruptState for every save: never read as 0."""
+    store = topology_store
+    sk = store.layout.session("u", "s")
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    which, action = DAMAGE[damage]
+    key = {"head": sk.head("agent_state"), "meta": sk.meta, "keyset": sk.keyset}[which]
+    if action[0] == "string":
+        await store.client.delete(key)
+        await store.client.set(key, "damaged")
+    elif action[0] == "hdel":
+        await store.client.hdel(key, action[1])
+    else:
+        await store.client.hset(key, action[1], action[2])
+    before = await _everything(store)
+    turn(state, 1)
+    for expected in (0, 1, UNCONDITIONAL):
+        for fence in (None, Fence(10**6, "me")):
+            with pytest.raises(CorruptState):
+                await store.save_if_version("u", "s", state, expected, fence=fence)
+    assert await _everything(store) == before
+    if which == "head" or damage.startswith("incarnation"):  # what loads read
+        store.forget("u", "s")
+        with pytest.raises(CorruptState):
+            await store.get_versioned("u", "s")
+
+
+async def test_a_session_index_of_another_type_fails_the_create_closed(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    await store.client.set(store.layout.user_index("u"), "damaged")
+    before = await _everything(store)
+    with pytest.raises(CorruptState):
+        await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    assert await _everything(store) == before
+    with pytest.raises(CorruptState):  # WRONGTYPE outside a script too
+        await store.list_session_ids("u")
+
+
+async def test_a_message_list_of_another_type_is_corrupt(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    store = standalone_store
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    key = store.layout.session("u", "s").messages("agent_state")
+    await store.client.delete(key)
+    await store.client.set(key, "damaged")
+    store.forget("u", "s")
+    with pytest.raises(CorruptState, match="wrong type"):
+        await store.get_versioned("u", "s")
 
 
 async def test_envelopes_stay_inert_data(standalone_store: RedisAgentStateStore) -> None:

@@ -291,6 +291,8 @@ def _sentinel(
         "socket_connect_timeout": kw.get("socket_connect_timeout"),
         "ssl": tls,
     }
+    if tls:  # the sentinels speak TLS too: same CA, client certificate and checks
+        sentinel_kw.update({k: v for k, v in kw.items() if k.startswith("ssl_")})
     if ours.get("sentinel_password"):
         sentinel_kw["password"] = ours["sentinel_password"]
     sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kw)  # type: ignore[no-untyped-call]

@@ -585,6 +585,62 @@ def test_urls_pick_the_topology() -> None:
     ] == ["127.0.0.1", "::1"]
 
 
+TLS_FILES = {"ssl_ca_certs": "/etc/hk/ca.pem", "ssl_certfile": "/etc/hk/c.pem"}
+
+
+def test_tls_urls_configure_tls_without_a_server() -> None:
+    """rediss, rediss+cluster, rediss+sentinel: TLS connection classes, TLS files, passwords."""
+    from redis.asyncio.connection import Connection, SSLConnection
+    from redis.asyncio.sentinel import SentinelManagedConnection, SentinelManagedSSLConnection
+
+    plain = connect("rediss://:pw@127.0.0.1:6380/1", client_options=TLS_FILES).client
+    pool = plain.connection_pool
+    assert pool.connection_class is SSLConnection
+    assert pool.connection_kwargs["password"] == "pw" and pool.connection_kwargs["db"] == 1
+    assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/hk/ca.pem"
+
+    for scheme, cls in (("redis+cluster", Connection), ("rediss+cluster", SSLConnection)):
+        opts = {"client_options": TLS_FILES} if cls is SSLConnection else {}
+        cluster = connect(f"{scheme}://me:pw@127.0.0.1:7000,127.0.0.1:7001/", **opts).client
+        kwargs = cluster.connection_kwargs
+        assert kwargs["connection_class"] is cls
+        assert (kwargs["username"], kwargs["password"]) == ("me", "pw")
+        assert [(n.host, n.port) for n in cluster.startup_nodes] == [
+            ("127.0.0.1", 7000),
+            ("127.0.0.1", 7001),
+        ]
+        if cls is SSLConnection:
+            assert kwargs["ssl_certfile"] == "/etc/hk/c.pem"
+
+    for scheme, data_cls, sentinel_cls in (
+        ("redis+sentinel", SentinelManagedConnection, Connection),
+        ("rediss+sentinel", SentinelManagedSSLConnection, SSLConnection),
+    ):
+        tls = data_cls is SentinelManagedSSLConnection
+        store = connect(
+            f"{scheme}://:pw@127.0.0.1:26379,127.0.0.1:26380/mymaster/2?sentinel_password=s%40pw",
+            client_options=TLS_FILES if tls else {},
+        )
+        pool = store.client.connection_pool
+        assert pool.connection_class is data_cls and pool.service_name == "mymaster"
+        assert pool.connection_kwargs["password"] == "pw" and pool.connection_kwargs["db"] == 2
+        sentinels = [x.connection_pool for x in pool.sentinel_manager.sentinels]
+        assert [p.connection_kwargs["port"] for p in sentinels] == [26379, 26380]
+        for p in sentinels:  # the sentinels' password, never the data nodes'
+            assert p.connection_class is sentinel_cls
+            assert p.connection_kwargs["password"] == "s@pw"
+            if tls:  # the sentinels get the same TLS files as the data nodes
+                assert p.connection_kwargs["ssl_ca_certs"] == "/etc/hk/ca.pem"
+                assert p.connection_kwargs["ssl_certfile"] == "/etc/hk/c.pem"
+        if tls:
+            assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/hk/ca.pem"
+    no_password = connect("redis+sentinel://127.0.0.1:26379/mymaster").client.connection_pool
+    assert (
+        no_password.sentinel_manager.sentinels[0].connection_pool.connection_kwargs["password"]
+        is None
+    )
+
+
 @pytest.mark.parametrize(
     ("url", "options"),
     [

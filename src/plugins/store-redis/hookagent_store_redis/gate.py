@@ -35,6 +35,7 @@ from hookagent.store.ids import check_fence, check_slot
 from . import lua
 from .errors import translated
 from .keys import DEFAULT_PREFIX, KeyLayout
+from .store import MAX_TTL_MS
 
 _ACQUIRE, _RENEW, _RELEASE, _LEAVE = (
     lua.Script(lua.ACQUIRE),
@@ -91,9 +92,10 @@ class RedisSessionGate:
             ("poll_max", poll_max),
             ("waiter_window", waiter_window),
         ):
-            if not _seconds(value) or not value > 0:
+            if not _seconds(value) or not 0 < value * 1000 <= MAX_TTL_MS:
                 raise StoreConfigurationError(
-                    f"gate option {name} must be a finite number of seconds > 0, got {value!r}"
+                    f"gate option {name} must be a finite number of seconds > 0 "
+                    f"(at most {MAX_TTL_MS // 1000}), got {value!r}"
                 )
         if not poll_initial <= poll_max < waiter_window:
             raise StoreConfigurationError(

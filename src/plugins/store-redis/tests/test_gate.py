@@ -121,6 +121,7 @@ async def test_gate_rejects_bad_input(standalone_store: RedisAgentStateStore) ->
         {"lease_ttl": "x"},
         {"lease_ttl": float("inf")},
         {"lease_ttl": float("nan")},
+        {"lease_ttl": 1e300},
         {"poll_initial": "0.1"},
         {"poll_max": None},
         {"waiter_window": True},

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Generic, TypeVar
 
 import attrs
 from hookagent.messages import Msg
 
 SlotKey = tuple[str, str, str]
+V = TypeVar("V")
 
 
 @attrs.frozen
@@ -27,22 +29,22 @@ class Cached:
     state: bytes = b""
 
 
-class HistoryCache:
-    """LRU of ``(user_id, session_id, key) -> Cached``, thread-safe."""
+class SlotLru(Generic[V]):
+    """LRU of ``(user_id, session_id, key) -> V``, thread-safe."""
 
     def __init__(self, slots: int) -> None:
         self._slots = max(0, slots)
-        self._data: OrderedDict[SlotKey, Cached] = OrderedDict()
+        self._data: OrderedDict[SlotKey, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: SlotKey) -> Cached | None:
+    def get(self, key: SlotKey) -> V | None:
         with self._lock:
             entry = self._data.get(key)
             if entry is not None:
                 self._data.move_to_end(key)
             return entry
 
-    def put(self, key: SlotKey, entry: Cached) -> None:
+    def put(self, key: SlotKey, entry: V) -> None:
         if not self._slots:
             return
         with self._lock:
@@ -60,3 +62,7 @@ class HistoryCache:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+
+
+class HistoryCache(SlotLru[Cached]):
+    """Decoded histories by slot."""

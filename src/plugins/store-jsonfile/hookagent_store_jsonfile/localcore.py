@@ -39,7 +39,7 @@ from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
 
 from . import posixio as io
-from .cache import HistoryCache
+from .cache import HistoryCache, SlotLru
 from .frames import encode_batches
 from .layout import FENCE, HEAD, LOCK, id_parts, slot_parts
 from .localread import Gone, Retry
@@ -49,6 +49,8 @@ from .mounts import fs_type, is_network
 from .records import Head, decode_fence, encode_fence
 
 T = TypeVar("T")
+SEEN_SLOTS = 65536
+"""Slots whose last seen incarnation is remembered (forgetting one only loses the check)."""
 
 
 class LocalCore(LocalWrites):
@@ -68,6 +70,8 @@ class LocalCore(LocalWrites):
         self._busy = 0  # operations in flight (``call``)
         self._closing: list[int] = []  # root fds closed while operations were in flight
         self._swept: set[tuple[str, str, str]] = set()
+        self.seen: SlotLru[tuple[int, str]] = SlotLru(SEEN_SLOTS)
+        """Per slot, the (version, history generation) this instance last read or wrote."""
 
     # ------------------------------------------------------------------ root
 
@@ -154,6 +158,7 @@ class LocalCore(LocalWrites):
                         os.close(kd)
                 finally:
                     os.close(sd)
+                self.seen.put((user_id, session_id, key), (got.version, head.gen))
                 return Versioned(decode_head(got.state, got.msgs), got.version)
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc
@@ -267,6 +272,14 @@ class LocalCore(LocalWrites):
             current = 0 if tip is None else tip.version
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
+            seen = self.seen.get(ck)
+            if tip is not None and seen is not None and seen[0] == current != 0:
+                if expected is not UNCONDITIONAL and seen[1] != tip.gen:
+                    # the slot was deleted and saved again up to the same version since this
+                    # instance saw it: the caller's state belongs to the old incarnation
+                    self.seen.drop(*ck)
+                    self.cache.drop(*ck)
+                    raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
             append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if kd is None:
@@ -276,12 +289,13 @@ class LocalCore(LocalWrites):
                 self._pend_ancestors(slot_parts(ck[0], ck[1]) + kparts[:-1], new_dirs)
             if append and head is not None and tip is not None:
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
+                gen = head.gen
                 if head.tail and tip.size - head.size < max(
                     COMPACT_MIN, head.size // COMPACT_RATIO
                 ):
                     self._append(kd, log_fd, tip, payloads, history[base:], head_state, where, ck)
                 elif head.tail:
-                    self._compact(
+                    gen = self._compact(
                         kd, log_fd, head, tip, payloads, history[base:], head_state, where, ck
                     )
                 else:  # a format-1 head: this one append still replaces it (as format 2)
@@ -289,7 +303,7 @@ class LocalCore(LocalWrites):
             else:
                 try:
                     data = encode_batches(payloads)
-                    self._rewrite(
+                    gen = self._rewrite(
                         kd, current + 1, data, len(payloads), head_state, new_dirs,
                         superseded=head is not None,
                     )  # fmt: skip
@@ -298,6 +312,7 @@ class LocalCore(LocalWrites):
                         self._clear_dir(kd)
                     raise
                 self.cache.drop(*ck)
+            self.seen.put(ck, (current + 1, gen))
             return current + 1
         finally:
             if log_fd >= 0:

@@ -16,7 +16,7 @@ import time
 from hookagent.errors import CorruptState, StoreUnavailable
 
 from . import posixio as io
-from .cache import HistoryCache
+from .cache import HistoryCache, SlotLru
 from .layout import (
     FENCE,
     HEAD,
@@ -46,6 +46,7 @@ class LocalTree:
 
     dur: io.Durability
     cache: HistoryCache
+    seen: SlotLru[tuple[int, str]]
     _heads: dict[bytes, Head]
     _open_lock: threading.Lock
 
@@ -146,6 +147,7 @@ class LocalTree:
                     for parts in leaves:
                         existed = self._delete_key(sd, parts) or existed
                     self.cache.drop(user_id, session_id, key)
+                    self.seen.drop(user_id, session_id, key)
                     self._drop_if_empty(pd, sparts[-1], sd, keep_fence=key is not None)
                     return existed
                 finally:

@@ -177,8 +177,8 @@ class LocalWrites(LocalReads):
     def _compact(
         self, kd: int, fd: int, head: Head, tip: Cached, payloads: list[bytes],
         new: Sequence[Msg], head_state: bytes, where: str, ck: tuple[str, str, str],
-    ) -> None:  # fmt: skip
-        """An append that rewrites: the committed base as it is, then every later message in
+    ) -> str:  # fmt: skip
+        """An append that rewrites (returns the new generation): the committed base as it is, then every later message in
         big batch frames (a cold load inflates few frames instead of one per save).
 
         Done when the commit frames after the base outweigh ``1/COMPACT_RATIO`` of it, so each
@@ -199,3 +199,4 @@ class LocalWrites(LocalReads):
             self.cache.put(ck, Cached(gen, count, len(body), msgs, version, head_state))
         else:
             self.cache.drop(*ck)
+        return gen

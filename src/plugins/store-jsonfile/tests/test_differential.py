@@ -79,9 +79,9 @@ async def test_matches_the_in_memory_reference(
         monkeypatch.setattr(localcore, "COMPACT_RATIO", 1 << 40)  # every append compacts
         real = LocalWrites._compact
 
-        def counted(self: LocalWrites, *args: Any) -> None:
+        def counted(self: LocalWrites, *args: Any) -> str:
             compactions.append(1)
-            real(self, *args)
+            return real(self, *args)
 
         monkeypatch.setattr(LocalWrites, "_compact", counted)
     rng = random.Random(seed)

@@ -149,3 +149,51 @@ def test_a_directory_removed_while_created_is_a_lost_race(
     monkeypatch.setattr(fs, "makedirs", always_racing)
     with pytest.raises(FileNotFoundError):
         core.create(f"{tmp_path}/g2/seg", b"y")
+
+
+@pytest.mark.parametrize("change", ["append", "rewrite"])
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_slot_recreated_at_the_same_version_is_not_written_onto(
+    tmp_path: Path, change: str, version: int
+) -> None:
+    """ABA: A loads version ``version``; B deletes the slot and saves it again up to the same
+    version; A's save at that version is a VersionConflict (it used to append A's message
+    onto B's history), and after a reload it goes through."""
+    from hookagent.errors import VersionConflict
+    from hookagent.messages import Msg
+
+    async def main() -> None:
+        a, b = LocalJsonFileStore(tmp_path), LocalJsonFileStore(tmp_path)
+        for who, store in (("A", a), ("B", b)):
+            if who == "B":
+                await b.delete(U, S)
+            for v in range(version):
+                got = await store.get_versioned(U, S)
+                state = got.state or AgentState(S, U)
+                state.context.append(Msg.user(f"{who}{v}"))
+                assert await store.save_if_version(U, S, state, got.version) == v + 1
+            if who == "A":
+                mine = await a.get_versioned(U, S)
+        assert mine.state is not None and mine.version == version
+        if change == "append":
+            mine.state.context.append(Msg.user("A-late"))
+        else:
+            mine.state.context.clear()
+        with pytest.raises(VersionConflict):
+            await a.save_if_version(U, S, mine.state, version)
+        got = await LocalJsonFileStore(tmp_path).get_versioned(U, S)
+        assert got.state is not None and got.version == version
+        assert [m.text for m in got.state.context] == [f"B{v}" for v in range(version)]
+        again = await a.get_versioned(U, S)  # A reloads: B's incarnation
+        assert again.state is not None
+        again.state.context.append(Msg.user("A-late"))
+        assert await a.save_if_version(U, S, again.state, version) == version + 1
+        # the same instance deleting and recreating a slot is no conflict (as in memory)
+        await a.delete(U, S)
+        state = AgentState(S, U)
+        state.context.append(Msg.user("A0"))
+        assert await a.save_if_version(U, S, state, 0) == 1
+        state.context.append(Msg.user("A1"))
+        assert await a.save_if_version(U, S, state, 1) == 2
+
+    anyio.run(main)

@@ -12,10 +12,12 @@ from .base import (
 )
 from .ids import (
     MAX_ID_LENGTH,
+    MAX_PAGE_LIMIT,
     check_cursor,
     check_expected_version,
     check_fence,
     check_id,
+    check_owner,
     check_page_limit,
     check_slot,
     decode_id,
@@ -26,6 +28,7 @@ from .memory import InMemoryAgentStateStore
 __all__ = [
     "AGENT_STATE_KEY",
     "MAX_ID_LENGTH",
+    "MAX_PAGE_LIMIT",
     "UNCONDITIONAL",
     "AgentStateStore",
     "ConflictPolicy",
@@ -38,6 +41,7 @@ __all__ = [
     "check_expected_version",
     "check_fence",
     "check_id",
+    "check_owner",
     "check_page_limit",
     "check_slot",
     "decode_id",

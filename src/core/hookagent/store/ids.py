@@ -57,10 +57,14 @@ def check_expected_version(expected_version: object) -> None:
         )
 
 
+MAX_PAGE_LIMIT = 10_000
+"""Largest page ``list_session_ids`` serves; walk more with ``next_cursor``."""
+
+
 def check_page_limit(limit: object) -> None:
-    """``list_session_ids``'s page size: a positive int."""
-    if type(limit) is not int or limit < 1:
-        raise InvalidStoreArgument(f"limit must be a positive int, got {limit!r}")
+    """``list_session_ids``'s page size: an int in 1..MAX_PAGE_LIMIT."""
+    if type(limit) is not int or not 1 <= limit <= MAX_PAGE_LIMIT:
+        raise InvalidStoreArgument(f"limit must be an int in 1..{MAX_PAGE_LIMIT}, got {limit!r}")
 
 
 def check_cursor(cursor: object) -> None:
@@ -91,6 +95,15 @@ def check_fence(fence: object) -> None:
         raise InvalidStoreArgument(
             f"fence must be None or a Fence(epoch: int in [0, 2**53), owner: str), got {fence!r}"
         )
+    check_owner(fence.owner)
+
+
+def check_owner(owner: object) -> str:
+    """A lease owner (``Fence.owner``, a gate's owner): an id's rules, the empty str allowed."""
+    try:
+        return check_id(owner, "fence owner", allow_empty=True)
+    except InvalidIdentifier as exc:
+        raise InvalidStoreArgument(str(exc)) from None
 
 
 def encode_id(value: str) -> str:

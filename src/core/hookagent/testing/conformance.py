@@ -346,12 +346,13 @@ class StoreConformance:
         for expected in ("1", True, -1, 1.0, None):
             with pytest.raises(InvalidStoreArgument):
                 await store.save_if_version("u", "s", state, expected)  # type: ignore[arg-type]
-        bad_fences: list[Any] = ["lease", Fence(-1, "o"), Fence(2**53, "o")]
+        bad_fences: list[Any] = ["lease", Fence(-1, "o"), Fence(2**53, "o"), Fence(1, "a\x00")]
+        bad_fences += [Fence(1, "\ud800"), Fence(1, "o" * 257)]
         bad_fences += [Fence("1", "o"), Fence(1, 5)]  # type: ignore[arg-type]
         for fence in bad_fences if self.supports_fencing else []:
             with pytest.raises(InvalidStoreArgument):
                 await store.save_if_version("u", "s", state, 0, fence=fence)
-        for limit in (0, -1, "5", True, 2.0):
+        for limit in (0, -1, "5", True, 2.0, 10_001, 2**63):
             with pytest.raises(InvalidStoreArgument):
                 await store.list_session_ids("u", limit=limit)  # type: ignore[arg-type]
         for cursor in (5, b"s", ["s"]):

@@ -101,7 +101,9 @@ def make_root(path: str | os.PathLike[str], dur: Durability) -> None:
     durable (its parent fsynced). Directories that exist are left as they are (never chmodded).
     """
     missing: list[str] = []
-    at = os.path.join(os.getcwd(), path)  # (not abspath: ``..`` after a symlink stays as is)
+    at = os.fspath(path)
+    if not os.path.isabs(at):  # (the store passes absolute roots: a deleted cwd is no matter)
+        at = os.path.join(os.getcwd(), at)  # (not abspath: ``..`` after a symlink stays as is)
     while not os.path.lexists(at):
         missing.append(at)
         up = os.path.dirname(at)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -277,3 +279,39 @@ def test_a_relative_state_home_is_made_absolute_when_the_store_is_made(
     monkeypatch.chdir("/")
     assert store.root == tmp_path / "relative" / "dir" / "a"
     assert state_home().is_absolute()
+
+
+_GONE_CWD = """
+import asyncio, os, sys
+from hookagent.state import AgentState
+from hookagent_store_jsonfile import LocalJsonFileStore
+
+os.chdir(sys.argv[1])
+os.rmdir(sys.argv[1])  # a daemon whose release directory was removed by a redeploy
+
+async def main() -> None:
+    for root in sys.argv[2:]:  # absolute: parents missing, then a root that exists
+        store = LocalJsonFileStore(root)
+        version = await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+        print(version, (await LocalJsonFileStore(root).get_versioned("u", "s")).version)
+
+asyncio.run(main())
+"""
+
+
+def test_an_absolute_root_works_when_the_working_directory_was_removed(tmp_path: Path) -> None:
+    """``make_root`` never asks for the cwd of an absolute root (it used to: ``[Errno 2]``)."""
+    gone = tmp_path / "release"
+    gone.mkdir()
+    (tmp_path / "exists").mkdir()
+    roots = [str(tmp_path / "state" / "agent"), str(tmp_path / "exists")]
+    out = subprocess.run(
+        [sys.executable, "-c", _GONE_CWD, str(gone), *roots],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1", "1", "1"]
+    assert not gone.exists()

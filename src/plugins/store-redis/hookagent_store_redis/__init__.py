@@ -1,6 +1,6 @@
 """Redis state store for hookagent: standalone, Cluster and Sentinel; Lua CAS; fenced gate."""
 
-from .errors import VersionRegression
+from .errors import FenceEpochsExhausted, VersionRegression
 from .gate import RedisSessionGate
 from .keys import DEFAULT_PREFIX, KeyLayout
 from .store import RedisAgentStateStore
@@ -9,6 +9,7 @@ from .urls import SCHEMES, connect
 __all__ = [
     "DEFAULT_PREFIX",
     "SCHEMES",
+    "FenceEpochsExhausted",
     "KeyLayout",
     "RedisAgentStateStore",
     "RedisSessionGate",

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hookagent.errors import CorruptState, StorageFull, StoreConfigurationError, StoreUnavailable
+from hookagent.errors import (
+    CorruptState,
+    SessionStoreError,
+    StorageFull,
+    StoreConfigurationError,
+    StoreUnavailable,
+)
 from redis import exceptions as rx
 
 
@@ -27,6 +33,30 @@ class VersionRegression(StoreUnavailable):
             f"version regression on user_id={user_id!r} session_id={session_id!r} key={key!r}: "
             f"this store saw incarnation/version {seen}, the server now has {found} "
             "(acknowledged writes were lost, e.g. by a failover)"
+        )
+
+
+class FenceEpochsExhausted(SessionStoreError):
+    """The gate cannot hand out another epoch: the next one would reach 2**53.
+
+    Why its own class: it is permanent for the session (retrying never helps, unlike
+    ``StoreUnavailable``) and nothing is damaged (unlike ``CorruptState``). It follows a save
+    with a ``Fence`` from another source at epoch 2**53 - 1 (or 2**53 - 1 acquisitions).
+    """
+
+    def __init__(self, user_id: str, session_id: str, newest: int, meta_key: str) -> None:
+        self.user_id, self.session_id, self.newest, self.meta_key = (
+            user_id,
+            session_id,
+            newest,
+            meta_key,
+        )
+        super().__init__(
+            f"the gate of user_id={user_id!r} session_id={session_id!r} cannot hand out an "
+            f"epoch: the newest is {newest} and fence epochs stay below 2**53 (a save was "
+            "given a Fence at the limit). Nothing was written. Keep fences from another source "
+            "below 2**53 - 1; to reuse the session once no holder is live, delete the fields "
+            f"ge, fe and fo of {meta_key!r} (HDEL), or use another session id"
         )
 
 

@@ -33,7 +33,7 @@ from hookagent.store.base import Fence
 from hookagent.store.ids import check_fence, check_slot
 
 from . import lua
-from .errors import translated
+from .errors import FenceEpochsExhausted, translated
 from .keys import DEFAULT_PREFIX, KeyLayout
 from .store import MAX_TTL_MS
 
@@ -131,6 +131,8 @@ class RedisSessionGate:
                 [sk.lease, sk.meta, sk.queue, sk.queue_deadlines],
                 [owner, self.lease_ms, self.window_ms if queue else 0],
             )
+        if int(res[0]) == -2:
+            raise FenceEpochsExhausted(user_id, session_id, int(res[1]), sk.meta)
         if int(res[0]) < 0:
             raise CorruptState(
                 f"the gate counters (meta ge/fe/qt) of user_id={user_id!r} "

@@ -173,8 +173,10 @@ return out
 """
 
 # KEYS: lease, meta, queue, queue deadlines ; ARGV: owner, lease ms, waiter window ms (0 = no
-# queueing). -> {1, epoch} granted, {0, lease pttl}, or {-1, 'meta'} (damaged counters: an
-# epoch read as 0 could be handed out twice). A damaged waiter deadline counts as expired.
+# queueing). -> {1, epoch} granted, {0, lease pttl}, {-1, 'meta'} (damaged counters: an
+# epoch read as 0 could be handed out twice) or {-2, max(ge, fe)} (the next epoch would reach
+# 2^53, which no fence may carry: refused before any write). A damaged waiter deadline counts
+# as expired.
 ACQUIRE = (
     NUMBERS
     + """
@@ -183,6 +185,7 @@ local owner, ttl, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local m = redis.call('HMGET', meta, 'ge', 'fe', 'qt')
 local ge, fe = ctr(m[1]), ctr(m[2])
 if not (ge and fe and ctr(m[3])) then return {-1, 'meta'} end
+if math.max(ge, fe) >= 9007199254740991 then return {-2, math.max(ge, fe)} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local waiting = redis.call('ZRANGE', queue, 0, -1)

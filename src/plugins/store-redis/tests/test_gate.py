@@ -155,6 +155,40 @@ async def test_damaged_gate_counters_fail_closed(standalone_store: RedisAgentSta
     assert await gate.try_acquire("u", "s") is not None
 
 
+async def test_the_gate_never_hands_out_epoch_2_53(standalone_store: RedisAgentStateStore) -> None:
+    """Fence epochs stay below 2**53: at the limit the gate refuses, writing nothing, instead of
+    storing ge = 2**53 (which every later save and acquire would read as damage)."""
+    from hookagent_store_redis import FenceEpochsExhausted
+
+    store, client = standalone_store, standalone_store.client
+    gate = RedisSessionGate(store, lease_ttl=5)
+    sk = store.layout.session("u", "s")
+    v = await store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=Fence(2**53 - 2, "x"))
+    last = await gate.try_acquire("u", "s")  # the last epoch there is
+    assert last is not None and last.epoch == 2**53 - 1
+    v = await store.save_if_version("u", "s", AgentState("s", "u"), v, fence=last)
+    assert await gate.release("u", "s", last)
+    await client.zadd(sk.queue, {"waiter": 1})
+    await client.hset(sk.queue_deadlines, "waiter", 0)  # expired: acquire would drop it
+    before = await client.hgetall(sk.meta)
+    with pytest.raises(FenceEpochsExhausted, match=r"session_id='s'.*9007199254740991") as info:
+        await gate.try_acquire("u", "s", queue=True)
+    assert info.value.meta_key == sk.meta and info.value.newest == 2**53 - 1
+    with pytest.raises(FenceEpochsExhausted):
+        async with gate.acquire("u", "s", timeout=1):
+            pytest.fail("entered a gate with no epoch left")
+    assert await client.hgetall(sk.meta) == before and not await client.exists(sk.lease)
+    assert await client.zrange(sk.queue, 0, -1) == [b"waiter"]  # not even the clean-up ran
+    # the session stays usable: saves without a fence, or with the last fence, still work
+    v = await store.save_if_version("u", "s", AgentState("s", "u"), v)
+    v = await store.save_if_version("u", "s", AgentState("s", "u"), v, fence=last)
+    assert (await store.get_versioned("u", "s")).version == v == 4
+    # the documented way out, once no holder is live
+    await client.hdel(sk.meta, "ge", "fe", "fo")
+    again = await gate.try_acquire("u", "s")
+    assert again is not None and again.epoch == 1
+
+
 def _check_serial_history(texts: list[str], inputs: list[str]) -> None:
     assert len(texts) == 2 * len(inputs)
     assert Counter(texts[0::2]) == Counter(inputs), "an input is lost or doubled"

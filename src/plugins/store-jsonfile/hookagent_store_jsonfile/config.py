@@ -4,7 +4,8 @@
 path give a ``LocalJsonFileStore``; ``memory://name`` and other fsspec URLs (``s3://``,
 ``gs://`` ...) give an ``FsspecJsonFileStore`` (single writer unless ``writers=multi``, which
 needs conditional writes). Options come as keyword arguments
-or in the query string (``?writers=single&sweep_after=600&cache_slots=256``).
+or in the query string (``?writers=single&sweep_after=600&cache_slots=256``;
+``sweep_after=none`` or ``inf``: never).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from .remote import FsspecJsonFileStore
 STATE_HOME_ENV = "HOOKAGENT_STATE_HOME"
 LOCAL_SCHEMES = ("file", "jsonfile")
 FSSPEC_SCHEMES = ("memory", "s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
-_OPTIONS = {"writers": str, "sweep_after": float, "cache_slots": int}
+
+
+def _seconds(raw: str) -> float | None:
+    """A query's ``sweep_after``: a number, ``inf`` or ``none`` (both: never)."""
+    return None if raw.strip().lower() == "none" else float(raw)
+
+
+_seconds.__name__ = "number of seconds (or none)"
+_OPTIONS: dict[str, Any] = {"writers": str, "sweep_after": _seconds, "cache_slots": int}
 
 
 def state_home() -> Path:

@@ -145,10 +145,11 @@ def check_cache_slots(cache_slots: object) -> int:
 
 
 def check_sweep_after(sweep_after: object) -> float | None:
-    """A finite number of seconds >= 0, or None. Checked when the store is made: a string
-    (say from a config file) would otherwise fail inside a save, under the slot's lock."""
-    if sweep_after is None:
-        return None
+    """A number of seconds >= 0; None or infinity means never. Checked when the store is made:
+    a string (say from a config file) would otherwise fail inside a save, under the slot's
+    lock."""
+    if sweep_after is None or sweep_after == math.inf:
+        return None  # (inf meant "never" before the check existed: still accepted)
     if (
         isinstance(sweep_after, bool)
         or not isinstance(sweep_after, int | float)
@@ -156,7 +157,8 @@ def check_sweep_after(sweep_after: object) -> float | None:
         or sweep_after < 0
     ):
         raise StoreConfigurationError(
-            f"sweep_after must be a finite number of seconds >= 0 or None, got {sweep_after!r}"
+            "sweep_after must be a number of seconds >= 0, or None or inf (never), "
+            f"got {sweep_after!r}"
         )
     return float(sweep_after)
 
@@ -181,7 +183,8 @@ class LocalJsonFileStore:
         missing parents; a relative path is made absolute when the store is made).
     :param sweep_after: seconds after which a leftover temp file (or a record file no head
         names) is removed: in a slot's directories the first time this instance saves that
-        slot, and everywhere by ``sweep()``. None disables the automatic per-slot sweep.
+        slot, and everywhere by ``sweep()``. None (or ``math.inf``) disables the automatic
+        per-slot sweep.
     :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
     :param writers: ``"multi"`` (default: any number of processes on this machine, locked by
         flock) or ``"single"`` (you promise one writer process). On a network filesystem,

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
@@ -177,7 +178,7 @@ def test_multi_writer_refused_without_conditional_writes(fs_class: type, why: st
     [
         ("sweep_after", "600"),
         ("sweep_after", float("nan")),
-        ("sweep_after", float("inf")),
+        ("sweep_after", -float("inf")),
         ("sweep_after", -1),
         ("sweep_after", True),
         ("cache_slots", "3"),
@@ -205,7 +206,9 @@ def test_bad_options_are_refused_when_the_store_is_made(
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("query", ["sweep_after=nan", "sweep_after=-1", "sweep_after=inf"])
+@pytest.mark.parametrize(
+    "query", ["sweep_after=nan", "sweep_after=-1", "sweep_after=-inf", "sweep_after=never"]
+)
 def test_bad_query_options_are_refused(tmp_path: Path, query: str) -> None:
     with pytest.raises(StoreConfigurationError, match="sweep_after"):
         open_store(f"file://{tmp_path}/r?{query}")
@@ -215,6 +218,23 @@ async def test_good_options_are_kept(tmp_path: Path) -> None:
     assert LocalJsonFileStore(tmp_path, sweep_after=0)._core.sweep_after == 0.0
     assert LocalJsonFileStore(tmp_path, sweep_after=None)._core.sweep_after is None
     assert open_store(f"file://{tmp_path}?sweep_after=1.5")._core.sweep_after == 1.5  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda root: LocalJsonFileStore(root, sweep_after=float("inf")),
+        lambda root: open_store(str(root), sweep_after=float("inf")),
+        lambda root: open_store(f"file://{root}?sweep_after=inf"),
+        lambda root: open_store(f"file://{root}?sweep_after=none"),
+        lambda root: open_store(f"jsonfile://{root}?sweep_after=None"),
+    ],
+)
+async def test_an_infinite_or_none_sweep_after_means_never(tmp_path: Path, make: Any) -> None:
+    """``inf`` meant "never" before the options were checked (877bb16 refused it)."""
+    store = make(tmp_path / "r")
+    assert store._core.sweep_after is None
+    assert await store.save_if_version("u", "s", AgentState("s", "u"), 0) == 1
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ end
 #       12 encoded session id (the index member), 13.. messages
 # -> {'OK', v, gen, n, chain, inc, created} | {'CONFLICT', v, inc} | {'FENCED', ge, fe}
 #    | {'REWRITE'} | {'CORRUPT', what}: every check comes before the first write
+# Numbers are compared as numbers: Lua's tostring is %.14g, so 1e14 would print as "1e+14".
 SAVE = (
     NUMBERS
     + """
@@ -70,7 +71,7 @@ if fe_new ~= '' then
 end
 if expected >= 0 then
   if expected ~= cur then return {'CONFLICT', cur, inc} end
-  if cur > 0 and ((ARGV[10] ~= '' and tostring(inc) ~= ARGV[10])
+  if cur > 0 and ((ARGV[10] ~= '' and tonumber(ARGV[10]) ~= inc)
                   or (ARGV[11] ~= '' and h[6] ~= ARGV[11])) then
     return {'CONFLICT', cur, inc}
   end
@@ -137,7 +138,7 @@ if not (v and v > 0 and g and n and inc and h[4]) then return {-1, ictr, 'head'}
 local from = 0
 if ARGV[1] == 'head' then
   from = n
-elseif tostring(g) == ARGV[1] and n >= tonumber(ARGV[2]) then
+elseif tonumber(ARGV[1]) == g and n >= tonumber(ARGV[2]) then
   from = tonumber(ARGV[2])
 end
 local tail = ''

@@ -30,12 +30,23 @@ class Cached:
 
 
 class SlotLru(Generic[V]):
-    """LRU of ``(user_id, session_id, key) -> V``, thread-safe."""
+    """LRU of ``(user_id, session_id, key) -> V``, thread-safe.
+
+    Every operation is O(1) in the number of entries (``drop`` of a whole session: O(its
+    keys)), through an index of the keys held per ``(user_id, session_id)``: the lock is one
+    that every load and save takes, so a delete must not scan a full memory under it. A
+    session's only key (the usual case) is indexed as the key itself, not a set (a set costs
+    about 200 bytes more per entry).
+    """
 
     def __init__(self, slots: int) -> None:
         self._slots = max(0, slots)
         self._data: OrderedDict[SlotKey, V] = OrderedDict()
+        self._by_session: dict[tuple[str, str], str | set[str]] = {}
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
 
     def get(self, key: SlotKey) -> V | None:
         with self._lock:
@@ -48,20 +59,49 @@ class SlotLru(Generic[V]):
         if not self._slots:
             return
         with self._lock:
+            if key not in self._data:
+                self._index(key)
             self._data[key] = entry
             self._data.move_to_end(key)
             while len(self._data) > self._slots:
-                self._data.popitem(last=False)
+                self._unindex(self._data.popitem(last=False)[0])
+
+    def _index(self, key: SlotKey) -> None:
+        session = key[:2]
+        held = self._by_session.get(session)
+        if held is None:
+            self._by_session[session] = key[2]
+        elif isinstance(held, set):
+            held.add(key[2])
+        elif held != key[2]:
+            self._by_session[session] = {held, key[2]}
+
+    def _unindex(self, key: SlotKey) -> None:
+        session = key[:2]
+        held = self._by_session.get(session)
+        if isinstance(held, set):
+            held.discard(key[2])
+            if len(held) == 1:
+                self._by_session[session] = held.pop()
+        elif held == key[2]:
+            del self._by_session[session]
 
     def drop(self, user_id: str, session_id: str, key: str | None = None) -> None:
         with self._lock:
-            for k in [k for k in self._data if k[:2] == (user_id, session_id)]:
-                if key is None or k[2] == key:
-                    del self._data[k]
+            if key is not None:
+                one = (user_id, session_id, key)
+                if one in self._data:
+                    del self._data[one]
+                    self._unindex(one)
+                return
+            held = self._by_session.pop((user_id, session_id), None)
+            for k in (held,) if isinstance(held, str) else held or ():
+                del self._data[(user_id, session_id, k)]
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._by_session.clear()
 
 
 class HistoryCache(SlotLru[Cached]):

@@ -4,7 +4,7 @@
 path give a ``LocalJsonFileStore``; ``memory://name`` and other fsspec URLs (``s3://``,
 ``gs://`` ...) give an ``FsspecJsonFileStore`` (single writer unless ``writers=multi``, which
 needs conditional writes). Options come as keyword arguments
-or in the query string (``?writers=single&sweep_after=600&cache_slots=256``;
+or in the query string (``?writers=single&sweep_after=600&cache_slots=256&seen_slots=65536``;
 ``sweep_after=none`` or ``inf``: never).
 """
 
@@ -33,7 +33,12 @@ def _seconds(raw: str) -> float | None:
 
 
 _seconds.__name__ = "number of seconds (or none)"
-_OPTIONS: dict[str, Any] = {"writers": str, "sweep_after": _seconds, "cache_slots": int}
+_OPTIONS: dict[str, Any] = {
+    "writers": str,
+    "sweep_after": _seconds,
+    "cache_slots": int,
+    "seen_slots": int,
+}
 
 
 def state_home() -> Path:
@@ -107,7 +112,7 @@ def open_store(
             f"{url!r}: writers must be 'single' or 'multi', got {writers!r}"
         )
     if scheme in ("", *LOCAL_SCHEMES):
-        unknown = set(opts) - {"sweep_after", "cache_slots"}
+        unknown = set(opts) - {"sweep_after", "cache_slots", "seen_slots"}
         if unknown:
             raise StoreConfigurationError(f"{url!r}: unknown options {sorted(unknown)}")
         return LocalJsonFileStore(local_path(url), writers=writers or "multi", **opts)

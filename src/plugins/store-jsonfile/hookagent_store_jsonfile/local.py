@@ -43,7 +43,7 @@ from hookagent.store.ids import (
     check_slot,
 )
 
-from .localcore import LocalCore
+from .localcore import SEEN_SLOTS, LocalCore
 
 T = TypeVar("T")
 
@@ -138,10 +138,14 @@ def check_writers(writers: object) -> str:
     return writers
 
 
+def check_slots(value: object, name: str = "cache_slots") -> int:
+    if type(value) is not int or value < 0:
+        raise StoreConfigurationError(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
 def check_cache_slots(cache_slots: object) -> int:
-    if type(cache_slots) is not int or cache_slots < 0:
-        raise StoreConfigurationError(f"cache_slots must be an int >= 0, got {cache_slots!r}")
-    return cache_slots
+    return check_slots(cache_slots, "cache_slots")
 
 
 def check_sweep_after(sweep_after: object) -> float | None:
@@ -186,6 +190,9 @@ class LocalJsonFileStore:
         slot, and everywhere by ``sweep()``. None (or ``math.inf``) disables the automatic
         per-slot sweep.
     :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
+    :param seen_slots: how many slots' last seen (version, generation) to remember, to refuse
+        a save onto a slot deleted and re-created since (about 0.8 KiB each with uuid ids;
+        0 turns that check off).
     :param writers: ``"multi"`` (default: any number of processes on this machine, locked by
         flock) or ``"single"`` (you promise one writer process). On a network filesystem,
         where flock is unreliable, ``"multi"`` is refused with ``StoreConfigurationError``.
@@ -198,6 +205,7 @@ class LocalJsonFileStore:
         sweep_after: float | None = DEFAULT_SWEEP_AFTER,
         cache_slots: int = 256,
         writers: str = "multi",
+        seen_slots: int = SEEN_SLOTS,
     ) -> None:
         self.root = check_root(root)
         self.writers = check_writers(writers)
@@ -206,6 +214,7 @@ class LocalJsonFileStore:
             sweep_after=check_sweep_after(sweep_after),
             cache_slots=check_cache_slots(cache_slots),
             writers=writers,
+            seen_slots=check_slots(seen_slots, "seen_slots"),
         )
 
     def __repr__(self) -> str:

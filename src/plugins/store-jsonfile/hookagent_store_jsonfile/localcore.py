@@ -50,14 +50,34 @@ from .records import Head, decode_fence, encode_fence
 
 T = TypeVar("T")
 SEEN_SLOTS = 65536
-"""Slots whose last seen incarnation is remembered (forgetting one only loses the check)."""
+"""Default of ``seen_slots``: slots whose last seen incarnation is remembered (forgetting one
+only loses the check)."""
+
+
+def recreated(ck: tuple[str, str, str], expected: int, current: int) -> VersionConflict:
+    """The conflict for a slot deleted and re-created (to the same version) since this
+    instance last saw it: the kernel's message alone ("expected 1, store has 1") reads as
+    no conflict at all."""
+    exc = VersionConflict(ck[0], ck[1], ck[2], expected, current)
+    exc.args = (
+        f"{exc.args[0]}: the slot was deleted and re-created since this store instance last "
+        "saw it at that version (or another instance loaded the state being saved); reload "
+        "it and retry",
+    )
+    return exc
 
 
 class LocalCore(LocalWrites):
     """Blocking implementation; the async store runs each method in a worker thread."""
 
     def __init__(
-        self, root: Path, *, sweep_after: float | None, cache_slots: int, writers: str
+        self,
+        root: Path,
+        *,
+        sweep_after: float | None,
+        cache_slots: int,
+        writers: str,
+        seen_slots: int = SEEN_SLOTS,
     ) -> None:
         self.root_path = root
         self.writers = writers
@@ -70,7 +90,7 @@ class LocalCore(LocalWrites):
         self._busy = 0  # operations in flight (``call``)
         self._closing: list[int] = []  # root fds closed while operations were in flight
         self._swept: set[tuple[str, str, str]] = set()
-        self.seen: SlotLru[tuple[int, str]] = SlotLru(SEEN_SLOTS)
+        self.seen: SlotLru[tuple[int, str]] = SlotLru(seen_slots)
         """Per slot, the (version, history generation) this instance last read or wrote."""
 
     # ------------------------------------------------------------------ root
@@ -279,7 +299,7 @@ class LocalCore(LocalWrites):
                     # instance saw it: the caller's state belongs to the old incarnation
                     self.seen.drop(*ck)
                     self.cache.drop(*ck)
-                    raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
+                    raise recreated(ck, expected, current)
             append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if kd is None:

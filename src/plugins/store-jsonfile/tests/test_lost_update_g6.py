@@ -179,8 +179,9 @@ def test_a_slot_recreated_at_the_same_version_is_not_written_onto(
             mine.state.context.append(Msg.user("A-late"))
         else:
             mine.state.context.clear()
-        with pytest.raises(VersionConflict):
+        with pytest.raises(VersionConflict, match="deleted and re-created since this store") as e:
             await a.save_if_version(U, S, mine.state, version)
+        assert (e.value.expected, e.value.actual) == (version, version)
         got = await LocalJsonFileStore(tmp_path).get_versioned(U, S)
         assert got.state is not None and got.version == version
         assert [m.text for m in got.state.context] == [f"B{v}" for v in range(version)]
@@ -195,5 +196,47 @@ def test_a_slot_recreated_at_the_same_version_is_not_written_onto(
         assert await a.save_if_version(U, S, state, 0) == 1
         state.context.append(Msg.user("A1"))
         assert await a.save_if_version(U, S, state, 1) == 2
+
+    anyio.run(main)
+
+
+def test_a_state_another_instance_loaded_can_be_refused_once(tmp_path: Path) -> None:
+    """The documented limit: the memory is per instance and per slot. ``writer`` saw the old
+    incarnation; a state ``reader`` loaded from the new one is refused once by ``writer``
+    (it cannot tell whose load it was), and the same save retried goes through."""
+    from hookagent.errors import VersionConflict
+    from hookagent.messages import Msg
+
+    async def main() -> None:
+        writer, reader, other = (LocalJsonFileStore(tmp_path) for _ in range(3))
+        await writer.save_if_version(U, S, AgentState(S, U, summary="old"), 0)
+        await writer.get_versioned(U, S)
+        await other.delete(U, S)
+        await other.save_if_version(U, S, AgentState(S, U, summary="new"), 0)
+        got = await reader.get_versioned(U, S)
+        assert got.state is not None
+        got.state.context.append(Msg.user("hi"))
+        with pytest.raises(VersionConflict, match="another instance loaded"):
+            await writer.save_if_version(U, S, got.state, got.version)
+        assert await writer.save_if_version(U, S, got.state, got.version) == 2
+
+    anyio.run(main)
+
+
+def test_seen_slots_zero_turns_the_recreated_slot_check_off(tmp_path: Path) -> None:
+    """``seen_slots=0``: nothing is remembered, so the ABA save goes through (as before)."""
+    from hookagent.messages import Msg
+
+    async def main() -> None:
+        a = LocalJsonFileStore(tmp_path, seen_slots=0)
+        b = LocalJsonFileStore(tmp_path)
+        await a.save_if_version(U, S, AgentState(S, U), 0)
+        mine = await a.get_versioned(U, S)
+        await b.delete(U, S)
+        await b.save_if_version(U, S, AgentState(S, U), 0)
+        assert mine.state is not None
+        mine.state.context.append(Msg.user("late"))
+        assert await a.save_if_version(U, S, mine.state, 1) == 2
+        assert len(a._core.seen) == 0
 
     anyio.run(main)

@@ -187,6 +187,10 @@ def test_multi_writer_refused_without_conditional_writes(fs_class: type, why: st
         ("cache_slots", True),
         ("writers", "all"),
         ("writers", ["multi"]),
+        ("seen_slots", -1),
+        ("seen_slots", 1.0),
+        ("seen_slots", "10"),
+        ("seen_slots", False),
     ],
 )
 def test_bad_options_are_refused_when_the_store_is_made(
@@ -200,7 +204,7 @@ def test_bad_options_are_refused_when_the_store_is_made(
     with pytest.raises(StoreConfigurationError, match=option):
         AgentConfig(name="a", model="demo", state_store=str(tmp_path / "r"),
                     state_store_options={option: value}).build()  # fmt: skip
-    if option != "sweep_after":
+    if option not in ("sweep_after", "seen_slots"):
         with pytest.raises(StoreConfigurationError, match=option):
             FsspecJsonFileStore("memory://bad-options", **{option: value})  # type: ignore[arg-type]
     assert not (tmp_path / "r").exists()
@@ -218,6 +222,15 @@ async def test_good_options_are_kept(tmp_path: Path) -> None:
     assert LocalJsonFileStore(tmp_path, sweep_after=0)._core.sweep_after == 0.0
     assert LocalJsonFileStore(tmp_path, sweep_after=None)._core.sweep_after is None
     assert open_store(f"file://{tmp_path}?sweep_after=1.5")._core.sweep_after == 1.5  # type: ignore[union-attr]
+    assert LocalJsonFileStore(tmp_path)._core.seen._slots == 65536
+    assert LocalJsonFileStore(tmp_path, seen_slots=0)._core.seen._slots == 0
+    assert open_store(f"file://{tmp_path}?seen_slots=7")._core.seen._slots == 7  # type: ignore[union-attr]
+    assert open_store(str(tmp_path), seen_slots=8)._core.seen._slots == 8  # type: ignore[union-attr]
+    for bad in ("seen_slots=-1", "seen_slots=x"):
+        with pytest.raises(StoreConfigurationError, match="seen_slots"):
+            open_store(f"file://{tmp_path}?{bad}")
+    with pytest.raises(StoreConfigurationError, match="seen_slots"):
+        open_store("memory://x?seen_slots=5")  # the fsspec stores have no such memory
 
 
 @pytest.mark.parametrize(

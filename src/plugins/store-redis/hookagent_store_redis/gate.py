@@ -30,7 +30,7 @@ from hookagent.errors import (
     StoreConfigurationError,
 )
 from hookagent.store.base import Fence
-from hookagent.store.ids import check_fence, check_slot
+from hookagent.store.ids import check_fence, check_owner, check_slot
 
 from . import lua
 from .errors import FenceEpochsExhausted, translated
@@ -119,11 +119,16 @@ class RedisSessionGate:
     async def try_acquire(
         self, user_id: str, session_id: str, owner: str | None = None, *, queue: bool = False
     ) -> Fence | None:
-        """One attempt (one round trip): the fence if granted, else None."""
+        """One attempt (one round trip): the fence if granted, else None.
+
+        ``owner`` (default: a fresh ``new_owner()``) follows the kernel's rules for a fence
+        owner (``check_owner``), so the fence it yields is one every save accepts.
+        """
         check_slot(user_id, session_id)
-        if owner is not None and (not isinstance(owner, str) or not owner):
-            raise InvalidStoreArgument(f"owner must be a non-empty str or None, got {owner!r}")
-        owner = owner or new_owner()
+        if owner is None:
+            owner = new_owner()
+        elif check_owner(owner) == "":  # the fence's rules; a lease token must name someone
+            raise InvalidStoreArgument("owner must be a non-empty str or None, got ''")
         sk = self.layout.session(user_id, session_id)
         with translated("gate acquire"):
             res = await _ACQUIRE.run(

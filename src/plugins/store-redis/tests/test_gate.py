@@ -114,8 +114,16 @@ async def test_gate_rejects_bad_input(standalone_store: RedisAgentStateStore) ->
             await gate.release("u", "s", fence)  # type: ignore[arg-type]
         with pytest.raises(InvalidStoreArgument, match="fence"):
             await gate.renew("u", "s", fence)  # type: ignore[arg-type]
-    with pytest.raises(InvalidStoreArgument, match="owner"):
-        await gate.try_acquire("u", "s", 5)  # type: ignore[arg-type]
+    for owner in (5, "", "\ud800", "a\x00b", "o" * 257):  # the kernel's check_owner
+        with pytest.raises(InvalidStoreArgument, match="owner"):
+            await gate.try_acquire("u", "s", owner)  # type: ignore[arg-type]
+        if owner == "":  # a fence may carry "" (check_owner); the gate never hands it out
+            assert not await gate.release("u", "s", Fence(1, owner))
+            continue
+        with pytest.raises(InvalidStoreArgument, match="owner"):
+            await gate.release("u", "s", Fence(1, owner))  # type: ignore[arg-type]
+        with pytest.raises(InvalidStoreArgument, match="owner"):
+            await gate.renew("u", "s", Fence(1, owner))  # type: ignore[arg-type]
     bad_options: list[dict[str, Any]] = [
         {"lease_ttl": 0},
         {"lease_ttl": "x"},
@@ -132,8 +140,11 @@ async def test_gate_rejects_bad_input(standalone_store: RedisAgentStateStore) ->
     for options in bad_options:
         with pytest.raises(StoreConfigurationError):
             RedisSessionGate(standalone_store, **options)
-    # nothing above took the lease or queued
-    assert await gate.try_acquire("u", "s") is not None
+    # nothing above took the lease or queued; the longest owner an id may be works end to end
+    longest = await gate.try_acquire("u", "s", "o" * 256)
+    assert longest is not None
+    await standalone_store.save_if_version("u", "s", AgentState("s", "u"), 0, fence=longest)
+    assert await gate.release("u", "s", longest)
 
 
 async def test_damaged_gate_counters_fail_closed(standalone_store: RedisAgentStateStore) -> None:

@@ -99,6 +99,10 @@ def mapped(exc: OSError, what: str) -> SessionStoreError:
 def make_root(path: str | os.PathLike[str], dur: Durability) -> None:
     """Create the store root and every missing parent with mode 0700, then make each new entry
     durable (its parent fsynced). Directories that exist are left as they are (never chmodded).
+
+    An existing parent this process may write into but not read (mode ``-wx``) cannot be
+    opened to fsync it: that fsync is skipped, every time alike (the entry is made; its
+    durability then rests on the filesystem, as for any directory made by ``mkdir -p``).
     """
     missing: list[str] = []
     at = os.fspath(path)
@@ -115,7 +119,10 @@ def make_root(path: str | os.PathLike[str], dur: Durability) -> None:
             os.mkdir(name, 0o700)
         except FileExistsError:
             continue  # made meanwhile by someone else: theirs
-        fd = os.open(os.path.dirname(name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(os.path.dirname(name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except PermissionError:
+            continue  # a write-only parent: see above
         try:
             dur.fsync(fd, "a directory (new store root or parent)")
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import stat
@@ -348,3 +349,34 @@ def test_an_absolute_root_works_when_the_working_directory_was_removed(tmp_path:
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "1", "1", "1"]
     assert not gone.exists()
+
+
+async def test_a_parent_that_cannot_be_read_gets_no_fsync_and_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parent that is ``-wx`` to this process cannot be opened to fsync the new entry in it:
+    the fsync is skipped (it used to raise StoreUnavailable on the first call only, and the
+    next call, finding the directory made, went through). Tests run as root, which bypasses
+    permissions, so the refused open is simulated."""
+    locked = tmp_path / "wx"
+    locked.mkdir()
+    real = os.open
+
+    def refusing(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path) == str(locked) and kwargs.get("dir_fd") is None:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, flags, *args, **kwargs)
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), real_fsync(fd))[1]
+    )
+    monkeypatch.setattr(os, "open", refusing)
+    store = LocalJsonFileStore(locked / "a" / "root")
+    assert await store.save_if_version("u", "s", AgentState("s", "u"), 0) == 1
+    monkeypatch.setattr(os, "open", real)
+    assert (locked / "a" / "root").is_dir()
+    assert locked.stat().st_ino not in synced  # skipped: it could not be opened
+    assert (locked / "a").stat().st_ino in synced  # the other new entry's parent: fsynced
+    assert (await LocalJsonFileStore(locked / "a" / "root").get_versioned("u", "s")).version == 1

@@ -380,3 +380,29 @@ async def test_a_parent_that_cannot_be_read_gets_no_fsync_and_no_error(
     assert locked.stat().st_ino not in synced  # skipped: it could not be opened
     assert (locked / "a").stat().st_ino in synced  # the other new entry's parent: fsynced
     assert (await LocalJsonFileStore(locked / "a" / "root").get_versioned("u", "s")).version == 1
+
+
+async def test_bad_method_arguments_raise_the_documented_errors(tmp_path: Path) -> None:
+    """As docs/stores/jsonfile.md lists them: a cursor str that breaks an id's rules is
+    InvalidIdentifier, every other bad argument InvalidStoreArgument; nothing is created."""
+    from hookagent.errors import InvalidStoreArgument
+    from hookagent.store.base import Fence
+
+    store = LocalJsonFileStore(tmp_path / "r")
+    for cursor in ("x" * 257, "a\x00b", "\ud800"):
+        with pytest.raises(InvalidIdentifier, match="cursor"):
+            await store.list_session_ids("u", cursor=cursor)
+    for limit, cursor in ((5, 5), (0, None), (10_001, None), (True, None), (1.0, None)):
+        with pytest.raises(InvalidStoreArgument):
+            await store.list_session_ids("u", limit=limit, cursor=cursor)  # type: ignore[arg-type]
+    state = AgentState("s", "u")
+    for expected, fence in (
+        (-1, None),
+        ("1", None),
+        (0, Fence(2**53, "o")),
+        (0, Fence(1, "o" * 257)),
+    ):
+        with pytest.raises(InvalidStoreArgument):
+            await store.save_if_version("u", "s", state, expected, fence=fence)  # type: ignore[arg-type]
+    assert not (tmp_path / "r").exists()
+    assert (await store.list_session_ids("u", cursor="")).session_ids == ()

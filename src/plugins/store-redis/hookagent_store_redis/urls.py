@@ -7,7 +7,9 @@
     rediss+cluster://..., rediss+sentinel://...                      the same over TLS
 
 Our own query options (removed before the rest goes to redis-py): ``prefix``, ``ttl``
-(seconds), ``cache_slots``; for sentinel also ``sentinel_password``. Keyword options given
+(seconds), ``cache_slots``; for sentinel also ``sentinel_password``. A standalone URL also
+takes redis-py's typed URL options and the plain strings in ``_STRING_QUERY`` (credentials
+too: ``?username=..&password=..``); Cluster and Sentinel URLs take no other option. Keyword options given
 to the factory win over the query string. A Unix socket has no URL here: pass a client built
 with ``unix_socket_path`` to ``RedisAgentStateStore``.
 """
@@ -35,13 +37,20 @@ SCHEMES = (
 )
 _STORE_OPTIONS = ("prefix", "ttl", "cache_slots")
 # query options redis-py's URL parser takes besides its typed ones (URL_QUERY_ARGUMENT_PARSERS):
-# plain strings, passed on unchanged (any other untyped key would reach the connection as a str)
+# the connection's plain-string keywords, passed on unchanged (any other untyped key would reach
+# the connection as a str: decode_responses=false would be true). Left out on purpose:
+# encoding/encoding_errors (the store's bytes), lib_name/lib_version (ignored beside our
+# driver_info); the ssl_* ones reach only a rediss:// connection (redis:// refuses them).
 _STRING_QUERY = (
+    "username",
+    "password",
     "client_name",
     "ssl_ca_certs",
     "ssl_ca_path",
+    "ssl_ca_data",
     "ssl_certfile",
     "ssl_keyfile",
+    "ssl_password",
     "ssl_cert_reqs",
     "ssl_ciphers",
 )
@@ -224,6 +233,11 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
                 f"{[*_STORE_OPTIONS]}, redis-py {sorted(_query_keys())}; "
                 "pass anything else in client_options"
             )
+        for name, in_netloc in (("username", parts.username), ("password", parts.password)):
+            if in_netloc and name in theirs:  # redis-py would use the netloc's, silently
+                raise StoreConfigurationError(
+                    f"the redis URL gives the {name} twice (before the host and as ?{name}=)"
+                )
         plain = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(theirs), ""))
         client = Redis.from_url(plain, **client_kw)
         _check_connection_options(client.connection_pool)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import attrs
 from hookagent.messages import Msg
@@ -27,6 +27,17 @@ class Cached:
     version: int = 0
     """Local disk: the newest commit known (format-2 commits are not in the head file)."""
     state: bytes = b""
+
+
+class Seen(NamedTuple):
+    """What one store instance last read or wrote of a slot (its ``seen`` memory)."""
+
+    version: int
+    gen: str
+    """The history generation (a random id a delete never brings back)."""
+    end: int
+    """Where that version's commit frame ends in the generation's record file (acknowledged:
+    fsynced before it was returned), or 0 when the head itself commits it."""
 
 
 class SlotLru(Generic[V]):

@@ -135,6 +135,14 @@ def read_frame(buf: memoryview, pos: int, where: str) -> Frame | None:
     return end, version, count, parts
 
 
+def header_holds(buf: memoryview, pos: int) -> bool:
+    """A whole frame header at ``pos`` with a known magic and a header checksum that holds."""
+    if len(buf) - pos < FRAME_HEADER:
+        return False
+    magic, crc = bytes(buf[pos : pos + 4]), _CRC.unpack_from(buf, pos + _FIXED.size)[0]
+    return magic in FRAME_MAGICS and crc == zlib.crc32(buf[pos : pos + _FIXED.size])
+
+
 def frame_after(buf: bytes, pos: int) -> int | None:
     """Where the first frame header after ``pos`` starts (a magic whose header checksum holds,
     whose body lies wholly within ``buf``), or None.

@@ -12,6 +12,7 @@ dot (``.lock``, ``.fence``, ``.tmp.*``), which no encoded id does.
     <root>/<user>/<session>/<key>/head         the committed head (version, generation, state)
     <root>/<user>/<session>/<key>/h<gen>.log   the history records of one generation
     <root>/<user>/<session>/<key>/.end         where the last acknowledged commit ends (hint)
+    <root>/<user>/<session>/<key>/.torn.<gen>.<offset>   damaged bytes a writer dropped (kept)
     <root>/<user>/<session>/.lock              the per-slot flock file
     <root>/<user>/<session>/.fence             the newest fencing epoch seen for the slot
 """
@@ -30,6 +31,8 @@ LOCK = ".lock"
 FENCE = ".fence"
 HINT = ".end"
 TMP_PREFIX = ".tmp."
+TORN_PREFIX = ".torn."
+"""A copy of damaged bytes a writer dropped after the last commit (kept; see ``_keep_torn``)."""
 LOG_PREFIX = "h"
 LOG_SUFFIX = ".log"
 

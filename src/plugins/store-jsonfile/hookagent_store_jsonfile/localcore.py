@@ -39,7 +39,7 @@ from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
 
 from . import posixio as io
-from .cache import HistoryCache, SlotLru
+from .cache import HistoryCache, Seen, SlotLru
 from .frames import encode_batches
 from .layout import FENCE, HEAD, LOCK, id_parts, slot_parts
 from .localread import Gone, Retry
@@ -90,8 +90,10 @@ class LocalCore(LocalWrites):
         self._busy = 0  # operations in flight (``call``)
         self._closing: list[int] = []  # root fds closed while operations were in flight
         self._swept: set[tuple[str, str, str]] = set()
-        self.seen: SlotLru[tuple[int, str]] = SlotLru(seen_slots)
-        """Per slot, the (version, history generation) this instance last read or wrote."""
+        self.seen: SlotLru[Seen] = SlotLru(seen_slots)
+        """Per slot, the version, history generation and commit end this instance last read
+        or wrote: a save onto a re-created slot is a conflict, and a commit it saw that is
+        gone (the same generation, cut back or damaged) fails closed."""
 
     # ------------------------------------------------------------------ root
 
@@ -178,7 +180,7 @@ class LocalCore(LocalWrites):
                         os.close(kd)
                 finally:
                     os.close(sd)
-                self.seen.put((user_id, session_id, key), (got.version, head.gen))
+                self.seen.put((user_id, session_id, key), Seen(got.version, head.gen, got.size))
                 return Versioned(decode_head(got.state, got.msgs), got.version)
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc
@@ -293,13 +295,18 @@ class LocalCore(LocalWrites):
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
             seen = self.seen.get(ck)
-            if tip is not None and seen is not None and seen[0] == current != 0:
-                if expected is not UNCONDITIONAL and seen[1] != tip.gen:
+            if tip is not None and seen is not None and seen.version == current != 0:
+                if expected is not UNCONDITIONAL and seen.gen != tip.gen:
                     # the slot was deleted and saved again up to the same version since this
                     # instance saw it: the caller's state belongs to the old incarnation
                     self.seen.drop(*ck)
                     self.cache.drop(*ck)
                     raise recreated(ck, expected, current)
+            if tip is not None and head is not None and head.tail:  # (format 1: past the
+                assert kd is not None  # head's length nothing was ever acknowledged)
+                at = self.root_path.joinpath(*slot_parts(ck[0], ck[1]), *kparts)
+                self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before any cut
+            end = 0  # (a rewrite's head commits the whole new file)
             append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if kd is None:
@@ -313,7 +320,9 @@ class LocalCore(LocalWrites):
                 if head.tail and tip.size - head.size < max(
                     COMPACT_MIN, head.size // COMPACT_RATIO
                 ):
-                    self._append(kd, log_fd, tip, payloads, history[base:], head_state, where, ck)
+                    end = self._append(
+                        kd, log_fd, tip, payloads, history[base:], head_state, where, ck
+                    )
                 elif head.tail:
                     gen = self._compact(
                         kd, log_fd, head, tip, payloads, history[base:], head_state, where, ck
@@ -332,7 +341,7 @@ class LocalCore(LocalWrites):
                         self._clear_dir(kd)
                     raise
                 self.cache.drop(*ck)
-            self.seen.put(ck, (current + 1, gen))
+            self.seen.put(ck, Seen(current + 1, gen, end))
             return current + 1
         finally:
             if log_fd >= 0:

@@ -21,7 +21,7 @@ import zlib
 from hookagent.errors import CorruptState
 
 from . import posixio as io
-from .cache import Cached, SlotKey
+from .cache import Cached, Seen, SlotKey
 from .frames import decode_messages
 from .layout import HINT, LOCK, log_name
 from .localtree import LocalTree
@@ -51,6 +51,16 @@ def read_hint(kd: int, head: Head) -> int:
     if crc != zlib.crc32(data[:-4]) or gen.rstrip(b"\0") != head.gen.encode():
         return 0  # torn, or left by another generation
     return int(end)
+
+
+def _mine(seen: Seen | None, reached: int) -> str:
+    """The note for a failure that only this instance's memory of the slot can tell."""
+    if seen is None or reached >= seen.end:
+        return ""
+    return (
+        f" (a commit this process saw acknowledged is missing: version {seen.version} "
+        f"ended at byte {seen.end})"
+    )
 
 
 class Gone(Exception):
@@ -112,7 +122,12 @@ class LocalReads(LocalTree):
         and nothing is cached. ``log_fd``: the record file, opened by the caller (who closes it).
         """
         hit = usable(self.cache.get(ck), head)
+        seen = self.seen.get(ck)
+        if seen is not None and seen.gen != head.gen:
+            seen = None  # another generation: what this instance saw proves nothing here
         acked = read_hint(kd, head) if head.tail else 0
+        if seen is not None and seen.end > acked:
+            acked = seen.end  # acknowledged too, though the hint may be stale or lost
         fd = log_fd
         if fd < 0 and hit is not None and hit.size >= head.size:  # the usual warm load
             try:
@@ -136,6 +151,7 @@ class LocalReads(LocalTree):
             if size < known:
                 raise CorruptState(
                     f"{where}: the history file is shorter than its committed length"
+                    + _mine(seen, size)
                 )
             end = size if head.tail else head.size
             if end > known and not locked:
@@ -148,6 +164,7 @@ class LocalReads(LocalTree):
                     if end < max(known, acked):
                         raise CorruptState(
                             f"{where}: the history file is shorter than its committed length"
+                            + _mine(seen, end)
                         )
                     if end > known:  # a writer may have died between its write and fsync
                         self.dur.fsync(fd, "the history records (read beyond the hint)")
@@ -161,7 +178,10 @@ class LocalReads(LocalTree):
             if log_fd < 0:
                 os.close(fd)
         if len(data) != end - start:
-            raise CorruptState(f"{where}: the history file is shorter than its committed length")
+            raise CorruptState(
+                f"{where}: the history file is shorter than its committed length"
+                + _mine(seen, start + len(data))
+            )
         cut = max(head.size - start, 0)
         if hit is None or cut:  # (the rest of) the committed base first
             base = scan_base(data[:cut], head.count - (0 if hit is None else hit.count), where)
@@ -174,7 +194,13 @@ class LocalReads(LocalTree):
             at = f" at byte {tail.torn}" if 0 <= tail.torn < acked else ""
             raise CorruptState(
                 f"{where}: a commit acknowledged before (up to byte {acked}) is missing or "
-                f"damaged{at}"
+                f"damaged{at}" + _mine(seen, tail.end)
+            )
+        if seen is not None and tail.version < seen.version:
+            raise CorruptState(
+                f"{where}: a commit this process saw acknowledged is missing: the history "
+                f"reads as version {tail.version}, this store instance saw version "
+                f"{seen.version} of the same generation"
             )
         state = tail.state
         if not decode and hit is None:

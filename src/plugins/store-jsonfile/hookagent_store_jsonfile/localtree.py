@@ -16,7 +16,7 @@ import time
 from hookagent.errors import CorruptState, StoreUnavailable
 
 from . import posixio as io
-from .cache import HistoryCache, SlotLru
+from .cache import HistoryCache, Seen, SlotLru
 from .layout import (
     FENCE,
     HEAD,
@@ -46,7 +46,7 @@ class LocalTree:
 
     dur: io.Durability
     cache: HistoryCache
-    seen: SlotLru[tuple[int, str]]
+    seen: SlotLru[Seen]
     _heads: dict[bytes, Head]
     _open_lock: threading.Lock
 

@@ -9,6 +9,7 @@ its head, as format 2.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import Sequence
@@ -19,15 +20,16 @@ from hookagent.messages import Msg
 from . import posixio as io
 from .cache import Cached
 from .frames import encode_batches, encode_commit
-from .layout import HEAD, HINT, is_log_name, log_name
+from .layout import HEAD, HINT, TORN_PREFIX, is_log_name, log_name
 from .localread import LocalReads, encode_hint
-from .logscan import scan_tail
+from .logscan import clean_tear, scan_tail
 from .records import Head, decode_head_file, encode_head_file
 
 COMPACT_MIN = 64 * 1024
 """Bytes of commit frames after a head below which an append never compacts."""
 COMPACT_RATIO = 8
 """Compact once the commit frames after the base reach 1/COMPACT_RATIO of the base."""
+log = logging.getLogger("hookagent_store_jsonfile")
 
 
 class LocalWrites(LocalReads):
@@ -58,6 +60,43 @@ class LocalWrites(LocalReads):
         if size > committed:
             os.ftruncate(fd, committed)
 
+    def _keep_torn(
+        self, kd: int, fd: int, gen: str, committed: int, where: str, at: os.PathLike[str]
+    ) -> None:
+        """Before a writer drops the bytes after the last commit (by a cut or a rewrite): if
+        they are not a clean tear (``clean_tear``), copy them to ``.torn.<gen>.<offset>`` in
+        the key's directory (O_EXCL, fsynced, then the directory) and log a warning. With a
+        stale or lost ``.end`` hint, damage to the last acknowledged commit looks like an
+        uncommitted tail; its bytes are then never destroyed silently."""
+        size = os.fstat(fd).st_size
+        if size <= committed:
+            return
+        data = io.pread_exact(fd, size - committed, committed)
+        if clean_tear(data):
+            return
+        name = f"{TORN_PREFIX}{gen}.{committed}"
+        try:
+            out = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
+        except FileExistsError:  # kept before (a cut that then failed): keep this one too
+            name = f"{name}.{secrets.token_hex(4)}"
+            out = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
+        try:
+            try:
+                io.write_all(out, data)
+                self.dur.fsync(out, "a copy of damaged uncommitted bytes")
+            finally:
+                os.close(out)
+        except BaseException:
+            io.unlink_quiet(kd, name)
+            raise
+        self.dur.fsync(kd, "the slot directory (copy of damaged bytes)")
+        log.warning(
+            "%s: %d bytes after the last commit (byte %d on) are damaged, not a torn write; "
+            "they may be a commit that was acknowledged (the .end hint was stale or missing). "
+            "Copied to %s before the writer drops them",
+            where, len(data), committed, os.path.join(at, name),
+        )  # fmt: skip
+
     def _write_hint(self, kd: int, gen: str, end: int) -> None:
         """Record the acknowledged end (best effort, no fsync: the commit is already durable)."""
         try:
@@ -77,8 +116,9 @@ class LocalWrites(LocalReads):
     def _append(
         self, kd: int, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
         where: str, ck: tuple[str, str, str],
-    ) -> None:  # fmt: skip
+    ) -> int:  # fmt: skip
         """One write of the commit frame(s) and one fsync: the fsync is the commit point.
+        Returns where the new commit ends.
 
         The cache then takes the caller's (frozen) messages as they are, like the in-memory
         reference store keeps them: no decode of what was just encoded.
@@ -105,6 +145,7 @@ class LocalWrites(LocalReads):
             self.cache.put(
                 ck, Cached(tip.gen, count, tip.size + len(data), msgs, version, head_state)
             )
+        return tip.size + len(data)
 
     def _append_v1(
         self, kd: int, fd: int, head: Head, payloads: list[bytes], head_state: bytes, where: str,

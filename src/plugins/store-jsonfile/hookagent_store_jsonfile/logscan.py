@@ -19,7 +19,7 @@ import attrs
 from hookagent.codec import MAX_MESSAGE_BYTES
 from hookagent.errors import CorruptState
 
-from .frames import FRAME_MAGICS, Unframed, frame_after, read_frame
+from .frames import FRAME_HEADER, FRAME_MAGICS, Unframed, frame_after, header_holds, read_frame
 from .records import RECORD, unpack
 
 
@@ -104,3 +104,38 @@ def scan_tail(buf: bytes, offset: int, version: int, count: int, state: bytes, w
             committed = end
         pos = end
     return Tail(payloads, offset + committed, version, count, state, torn)
+
+
+def clean_tear(buf: bytes) -> bool:
+    """Whether uncommitted bytes after the last commit are what a tear leaves: whole frames
+    (a big save's batches), then zero-filled blocks, or a frame cut short by the end of the
+    file (its header too may be cut short, then zero-filled).
+
+    Anything else may be damage to a commit someone was told about, and the writer keeps a
+    copy before dropping it (``LocalWrites._keep_torn``): a frame whose declared length fits
+    but whose checksum fails (also a frame cut short, then zero-filled up to its declared
+    length: the two cannot be told apart), or non-zero bytes that are no prefix of a frame.
+    """
+    view = memoryview(buf)
+    pos = 0
+    while pos < len(view):
+        if not any(view[pos:]):
+            return True  # zero-filled to the end
+        try:
+            frame = read_frame(view, pos, "the uncommitted tail")
+        except Unframed:
+            if header_holds(view, pos):
+                return False  # a complete-length frame whose checksum fails
+            nonzero = len(buf.rstrip(b"\0"))  # a header cut short, then zero-filled?
+            if nonzero - pos >= FRAME_HEADER:
+                return False
+            try:
+                return read_frame(view[:nonzero], pos, "the uncommitted tail") is None
+            except CorruptState:
+                return False
+        except CorruptState:
+            return False  # checksums hold, content does not: no tear makes that
+        if frame is None:
+            return True  # a frame cut short by the end of the file
+        pos = frame[0]
+    return True

@@ -191,7 +191,7 @@ class LocalJsonFileStore:
         per-slot sweep.
     :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
     :param seen_slots: how many slots' last seen (version, generation) to remember, to refuse
-        a save onto a slot deleted and re-created since (about 0.8 KiB each with uuid ids;
+        a save onto a slot deleted and re-created since (about 0.6 KiB each with uuid ids;
         0 turns that check off).
     :param writers: ``"multi"`` (default: any number of processes on this machine, locked by
         flock) or ``"single"`` (you promise one writer process). On a network filesystem,

@@ -190,9 +190,10 @@ class LocalJsonFileStore:
         slot, and everywhere by ``sweep()``. None (or ``math.inf``) disables the automatic
         per-slot sweep.
     :param cache_slots: how many slots' decoded histories to keep (0 disables the cache).
-    :param seen_slots: how many slots' last seen (version, generation) to remember, to refuse
-        a save onto a slot deleted and re-created since (about 0.6 KiB each with uuid ids;
-        0 turns that check off).
+    :param seen_slots: how many slots' last seen (version, generation, commit end) to
+        remember, to refuse a save onto a slot deleted and re-created since, and to fail
+        closed on a commit seen that is now missing (about 0.6 KiB each with uuid ids; 0
+        turns both checks off).
     :param writers: ``"multi"`` (default: any number of processes on this machine, locked by
         flock) or ``"single"`` (you promise one writer process). On a network filesystem,
         where flock is unreliable, ``"multi"`` is refused with ``StoreConfigurationError``.

@@ -4,7 +4,7 @@
 path give a ``LocalJsonFileStore``; ``memory://name`` and other fsspec URLs (``s3://``,
 ``gs://`` ...) give an ``FsspecJsonFileStore`` (single writer unless ``writers=multi``, which
 needs conditional writes). Options come as keyword arguments
-or in the query string (``?writers=single&sweep_after=600&cache_slots=256&seen_slots=65536``;
+or in the query string (``?writers=single&sweep_after=600&cache_slots=256&seen_slots=8192``;
 ``sweep_after=none`` or ``inf``: never).
 """
 

@@ -49,7 +49,7 @@ from .mounts import fs_type, is_network
 from .records import Head, decode_fence, encode_fence
 
 T = TypeVar("T")
-SEEN_SLOTS = 65536
+SEEN_SLOTS = 8192
 """Default of ``seen_slots``: slots whose last seen incarnation is remembered (forgetting one
 only loses the check)."""
 

@@ -223,7 +223,7 @@ async def test_good_options_are_kept(tmp_path: Path) -> None:
     assert LocalJsonFileStore(tmp_path, sweep_after=0)._core.sweep_after == 0.0
     assert LocalJsonFileStore(tmp_path, sweep_after=None)._core.sweep_after is None
     assert open_store(f"file://{tmp_path}?sweep_after=1.5")._core.sweep_after == 1.5  # type: ignore[union-attr]
-    assert LocalJsonFileStore(tmp_path)._core.seen._slots == 65536
+    assert LocalJsonFileStore(tmp_path)._core.seen._slots == 8192
     assert LocalJsonFileStore(tmp_path, seen_slots=0)._core.seen._slots == 0
     assert open_store(f"file://{tmp_path}?seen_slots=7")._core.seen._slots == 7  # type: ignore[union-attr]
     assert open_store(str(tmp_path), seen_slots=8)._core.seen._slots == 8  # type: ignore[union-attr]

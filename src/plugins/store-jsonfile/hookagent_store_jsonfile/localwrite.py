@@ -75,9 +75,11 @@ class LocalWrites(LocalReads):
         if clean_tear(data):
             return
         name = f"{TORN_PREFIX}{gen}.{committed}"
+        if self._torn_kept(kd, name, data):
+            return  # a failed rewrite's retry: these very bytes are kept already
         try:
             out = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
-        except FileExistsError:  # kept before (a cut that then failed): keep this one too
+        except FileExistsError:  # other bytes kept at this offset before: keep these too
             name = f"{name}.{secrets.token_hex(4)}"
             out = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
         try:
@@ -96,6 +98,26 @@ class LocalWrites(LocalReads):
             "Copied to %s before the writer drops them",
             where, len(data), committed, os.path.join(at, name),
         )  # fmt: skip
+
+    def _torn_kept(self, kd: int, name: str, data: bytes) -> bool:
+        """Whether a copy named ``name`` or ``name.<suffix>`` already holds exactly ``data``
+        (then made durable again: the attempt that wrote it may have died before its fsync)."""
+        for entry in os.listdir(kd):
+            if entry != name and not entry.startswith(name + "."):
+                continue
+            try:
+                if io.read_file(kd, entry) != data:
+                    continue
+                fd = os.open(entry, io.READ_FLAGS, dir_fd=kd)
+            except (OSError, CorruptState):
+                continue  # unreadable, vanished or not a regular file: not our copy
+            try:
+                self.dur.fsync(fd, "a copy of damaged uncommitted bytes")
+            finally:
+                os.close(fd)
+            self.dur.fsync(kd, "the slot directory (copy of damaged bytes)")
+            return True
+        return False
 
     def _write_hint(self, kd: int, gen: str, end: int) -> None:
         """Record the acknowledged end (best effort, no fsync: the commit is already durable)."""

@@ -236,3 +236,39 @@ def test_clean_tear_tells_tears_from_damage() -> None:
     assert not clean_tear(b"garbage")
     assert not clean_tear(batches + b"XXXX" + commit[4:])
     assert clean_tear(batches + b"\0" * 5000)
+
+
+async def test_a_failing_rewrite_retried_keeps_one_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewrite that fails after the copy leaves the damaged bytes in place; each retry,
+    from any instance, must find the copy it made before instead of adding another."""
+    start, data = await acknowledged_then_damaged(tmp_path, LocalJsonFileStore(tmp_path), "stale")
+    real = posixio.write_all
+
+    def full(fd: int, chunk: bytes, offset: int | None = None) -> None:
+        if offset is None and chunk != data[start:]:  # the new generation file, not the copy
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, chunk, offset)
+
+    monkeypatch.setattr(posixio, "write_all", full)
+    retrying = LocalJsonFileStore(tmp_path)
+    for store in (LocalJsonFileStore(tmp_path), LocalJsonFileStore(tmp_path), retrying, retrying):
+        with pytest.raises(StorageFull):
+            await store.save_if_version("u", "s", AgentState("s", "u"), UNCONDITIONAL)
+    (kept,) = copies(tmp_path)
+    assert kept.read_bytes() == data[start:] and the_log(tmp_path).read_bytes() == data
+
+
+async def test_a_symlink_planted_at_the_copy_name_is_never_followed(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_bytes(b"keep")
+    start, data = await acknowledged_then_damaged(root, LocalJsonFileStore(root), "stale")
+    gen = the_log(root).name[1:-4]
+    planted = key_dir(root) / f".torn.{gen}.{start}"
+    planted.symlink_to(outside / "precious")
+    assert await grow(LocalJsonFileStore(root), "c") == 3
+    assert (outside / "precious").read_bytes() == b"keep" and planted.is_symlink()
+    (kept,) = [p for p in copies(root) if p != planted]
+    assert kept.name.startswith(planted.name + ".") and kept.read_bytes() == data[start:]

@@ -224,9 +224,9 @@ def _slot(user_id: str, session_id: str, key: str) -> Slot:
 def _check_fence(
     conn: sqlite3.Connection, where: Sequence[str], fence: Fence, user_id: str, session_id: str
 ) -> None:
-    """Refuse a lease older than the newest seen (or the same epoch held by another owner)."""
-    if type(fence.epoch) is not int or not isinstance(fence.owner, str):
-        raise TypeError(f"invalid fence {fence!r}: epoch is an int, owner a str")
+    """Refuse a lease older than the newest seen (or the same epoch held by another owner).
+
+    ``save_if_version`` checked its shape first (``check_fence``)."""
     row = conn.execute(sql.SELECT_FENCE, tuple(where)).fetchone()
     if row is not None and (
         fence.epoch < row[0] or (fence.epoch == row[0] and fence.owner != row[1])

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 from hookagent import UNCONDITIONAL, AgentConfig, AgentState, VersionConflict
+from hookagent.store import MAX_PAGE_LIMIT
 from hookagent.store.ids import check_id
 
 from .errors import SessionExists, SessionNotFound
@@ -65,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _list(args: argparse.Namespace, store: Any, config: AgentConfig) -> int:
     user = check_id(DEFAULT_USER if args.user is None else args.user, "user_id", allow_empty=True)
-    if not 1 <= args.limit <= 10_000:
-        raise ValueError(f"--limit must be between 1 and 10000, got {args.limit}")
+    if not 1 <= args.limit <= MAX_PAGE_LIMIT:
+        raise ValueError(f"--limit must be between 1 and {MAX_PAGE_LIMIT}, got {args.limit}")
     ids: list[str] = []
     cursor = args.cursor
     while True:

@@ -35,7 +35,7 @@ from hookagent.store.ids import check_fence, check_owner, check_slot
 from . import lua
 from .errors import FenceEpochsExhausted, translated
 from .keys import DEFAULT_PREFIX, KeyLayout
-from .store import MAX_TTL_MS
+from .options import MAX_TTL_MS
 
 _ACQUIRE, _RENEW, _RELEASE, _LEAVE = (
     lua.Script(lua.ACQUIRE),

@@ -14,7 +14,6 @@ entry, which listing skips and removes, never a session missing from the index.
 from __future__ import annotations
 
 import asyncio
-import math
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -23,8 +22,6 @@ from hookagent.codec import decode_head, decode_msgs, encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
     Fenced,
-    InvalidIdentifier,
-    StoreConfigurationError,
     StoreUnavailable,
     VersionConflict,
 )
@@ -34,17 +31,12 @@ from hookagent.store.base import (
     UNCONDITIONAL,
     ExpectedVersion,
     Fence,
-    SessionPage,
     Versioned,
 )
 from hookagent.store.ids import (
-    check_cursor,
     check_expected_version,
     check_fence,
-    check_id,
-    check_page_limit,
     check_slot,
-    decode_id,
     encode_id,
 )
 from redis import exceptions as rx
@@ -52,37 +44,14 @@ from redis import exceptions as rx
 from . import lua
 from .cache import CachedHistory, Lru, Seen, Slot, chain
 from .errors import VersionRegression, translated
+from .index import SessionIndex, decode_member
 from .keys import DEFAULT_PREFIX, KeyLayout
+from .options import check_options
 
 _SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
 RETRIES = 1
 T = TypeVar("T")
 _RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
-
-
-MAX_TTL_MS = 2**53 - 1  # exact in Lua's doubles; far below Redis's own expiry limit
-
-
-def check_options(ttl: object, cache_slots: object, seen_slots: object) -> int:
-    """The numeric store options, checked when the store is built; returns the ttl in ms.
-
-    Why here: a bad value must fail at configuration time with a typed error, not on the
-    first call (a str ``cache_slots`` only broke the first cache put).
-    """
-    if ttl is not None and not (
-        isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and math.isfinite(ttl)
-    ):
-        raise StoreConfigurationError(
-            f"ttl must be a finite number of seconds > 0 or None, got {ttl!r}"
-        )
-    if ttl is not None and not (0 < ttl and ttl * 1000 <= MAX_TTL_MS):
-        raise StoreConfigurationError(
-            f"ttl must be > 0 and at most {MAX_TTL_MS // 1000} seconds, or None, got {ttl!r}"
-        )
-    for name, value in (("cache_slots", cache_slots), ("seen_slots", seen_slots)):
-        if type(value) is not int or value < 0:
-            raise StoreConfigurationError(f"{name} must be an int >= 0, got {value!r}")
-    return 0 if ttl is None else max(1, int(ttl * 1000))
 
 
 _DAMAGE = {  # what the scripts name in a CORRUPT answer
@@ -101,7 +70,7 @@ def _b(value: Any) -> bytes:
     return bytes(value) if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8")
 
 
-class RedisAgentStateStore:
+class RedisAgentStateStore(SessionIndex):
     """An ``AgentStateStore`` on any redis-py asyncio client (standalone, cluster, sentinel).
 
     ``ttl`` (seconds, default None = keep forever) expires a slot that nobody saved or loaded
@@ -369,7 +338,7 @@ class RedisAgentStateStore:
         history.mark_committed()
         return version
 
-    # ------------------------------------------------------------------ delete, exists, list
+    # ------------------------------------------------------------------ delete, exists
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
@@ -380,7 +349,7 @@ class RedisAgentStateStore:
         args = [sk.base, "" if key is None else encode_id(key), encode_id(session_id)]
         res = await self._run(_DELETE, keys, args, "delete")
         existed, remaining = int(res[0]) > 0, int(res[1])
-        for name in {_decode_member(_s(n)) for n in res[2:]} | ({key} if key else set()):
+        for name in {decode_member(_s(n)) for n in res[2:]} | ({key} if key else set()):
             self._cache.pop((user_id, session_id, name))
             self._seen.pop((user_id, session_id, name))
         if not remaining and not self.atomic_index:  # data first, index after (see above)
@@ -392,54 +361,6 @@ class RedisAgentStateStore:
         head = self.layout.session(user_id, session_id).head(encode_id(key))
         with translated("exists"):
             return bool(await self.client.exists(head))
-
-    async def list_session_ids(
-        self, user_id: str, *, limit: int = 100, cursor: str | None = None
-    ) -> SessionPage:
-        check_id(user_id, "user_id", allow_empty=True)
-        check_page_limit(limit)
-        check_cursor(cursor)
-        index = self.layout.user_index(user_id)
-        # "" lists from the start, like None: "(" + encode_id("") would start after "~"
-        start = "(" + encode_id(cursor) if cursor else "-"
-        found: list[str] = []
-        while len(found) <= limit:
-            want = limit + 1 - len(found)
-            with translated("list"):
-                members = [_s(m) for m in await self.client.zrangebylex(index, start, "+", 0, want)]
-            if not members:
-                break
-            ids = [_decode_member(m) for m in members]
-            alive = await self._alive(user_id, ids)
-            for sid, ok in zip(ids, alive, strict=True):
-                if ok:
-                    found.append(sid)
-                else:
-                    await self._index_remove_checked(user_id, sid)
-            start = "(" + members[-1]
-            if len(members) < want:
-                break
-        page = tuple(found[:limit])
-        return SessionPage(page, page[-1] if len(found) > limit else None)
-
-    async def _alive(self, user_id: str, session_ids: list[str]) -> list[bool]:
-        with translated("list"):
-            async with self.client.pipeline(transaction=False) as pipe:
-                for sid in session_ids:
-                    pipe.exists(self.layout.session(user_id, sid).keyset)
-                return [bool(x) for x in await pipe.execute()]
-
-    async def _index_add(self, user_id: str, session_id: str) -> None:
-        with translated("index"):
-            await self.client.zadd(self.layout.user_index(user_id), {encode_id(session_id): 0})
-
-    async def _index_remove_checked(self, user_id: str, session_id: str) -> None:
-        """ZREM, then re-add if the session exists: a racing create is never left unindexed."""
-        index, member = self.layout.user_index(user_id), encode_id(session_id)
-        with translated("index"):
-            await self.client.zrem(index, member)
-            if await self.client.exists(self.layout.session(user_id, session_id).keyset):
-                await self.client.zadd(index, {member: 0})
 
     # ------------------------------------------------------------------ misc
 
@@ -461,12 +382,3 @@ def _is_cluster(client: Any) -> bool:
     from redis.asyncio.cluster import RedisCluster
 
     return isinstance(client, RedisCluster)
-
-
-def _decode_member(member: str) -> str:
-    try:
-        return decode_id(member)
-    except InvalidIdentifier as exc:
-        raise CorruptState(
-            f"session index holds a member that is not an encoded id: {exc}"
-        ) from exc

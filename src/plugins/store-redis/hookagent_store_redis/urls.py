@@ -25,7 +25,8 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from hookagent.errors import StoreConfigurationError
 
 from .keys import DEFAULT_PREFIX, check_prefix
-from .store import RedisAgentStateStore, check_options
+from .options import check_options
+from .store import RedisAgentStateStore
 
 SCHEMES = (
     "redis",

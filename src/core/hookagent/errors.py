@@ -44,6 +44,14 @@ class UnsupportedSchemaVersion(InvalidState):
     """A state written by a newer hookagent than this one; never overwritten by an older reader."""
 
 
+class StateSlotMismatch(InvalidStoreArgument):
+    """A save whose state says another (user_id, session_id) than the slot it is saved to.
+
+    Refused before anything is written; re-address the state first
+    (``attrs.evolve(state, user_id=..., session_id=...)``) when moving a session on purpose.
+    """
+
+
 class VersionConflict(SessionStoreError):
     """A compare-and-set save found another version than the one it expected."""
 

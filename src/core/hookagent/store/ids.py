@@ -11,7 +11,18 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InvalidIdentifier, InvalidStoreArgument
+from typing import TYPE_CHECKING
+
+from ..errors import (
+    CorruptState,
+    InvalidIdentifier,
+    InvalidStoreArgument,
+    StateSlotMismatch,
+    UnsupportedSchemaVersion,
+)
+
+if TYPE_CHECKING:
+    from ..state import AgentState
 
 MAX_ID_LENGTH = 256
 """Longest accepted id, in characters."""
@@ -43,6 +54,55 @@ def check_slot(user_id: object, session_id: object, key: object = "agent_state")
     check_id(user_id, "user_id", allow_empty=True)
     check_id(session_id, "session_id")
     check_id(key, "key")
+
+
+def slot_name(user_id: str, session_id: str, key: str = "agent_state") -> str:
+    """How every store error names a slot: ``user_id='a' session_id='s' key='agent_state'``."""
+    return f"user_id={user_id!r} session_id={session_id!r} key={key!r}"
+
+
+def check_state_slot(
+    state: AgentState, user_id: str, session_id: str, key: str = "agent_state"
+) -> None:
+    """A save's state must name the slot it is saved to (``StateSlotMismatch`` otherwise).
+
+    Every store calls this in ``save_if_version`` before anything is written.
+    """
+    if state.user_id != user_id or state.session_id != session_id:
+        raise StateSlotMismatch(
+            f"cannot save a state of user_id={state.user_id!r} session_id={state.session_id!r} "
+            f"into {slot_name(user_id, session_id, key)}: re-address it first"
+        )
+
+
+def check_loaded_slot(
+    state: AgentState, user_id: str, session_id: str, key: str = "agent_state"
+) -> AgentState:
+    """A loaded state that names another slot than its own is ``CorruptState`` (copied bytes)."""
+    if state.user_id != user_id or state.session_id != session_id:
+        raise CorruptState(
+            f"{slot_name(user_id, session_id, key)} holds a state of "
+            f"user_id={state.user_id!r} session_id={state.session_id!r}"
+        )
+    return state
+
+
+def check_schema_writable(
+    stored_schema_version: object, user_id: str, session_id: str, key: str = "agent_state"
+) -> None:
+    """Refuse to overwrite a slot written by a newer schema than this hookagent's.
+
+    Stores call this with the stored head's ``schema_version`` before any write, also for
+    ``UNCONDITIONAL`` saves; a missing or non-int value is left to the store's own checks.
+    """
+    from ..state import SCHEMA_VERSION
+
+    if type(stored_schema_version) is int and stored_schema_version > SCHEMA_VERSION:
+        raise UnsupportedSchemaVersion(
+            f"{slot_name(user_id, session_id, key)} was written at schema_version "
+            f"{stored_schema_version}; this hookagent writes {SCHEMA_VERSION} and never "
+            "overwrites a newer schema"
+        )
 
 
 def check_expected_version(expected_version: object) -> None:

@@ -8,7 +8,6 @@ no session: each call reads and writes the slot named by its ``RuntimeContext``.
 from __future__ import annotations
 
 import inspect
-import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -17,21 +16,22 @@ import anyio
 import attrs
 
 from .context import RuntimeContext
-from .errors import AgentClosed, AgentError, InvalidMessage
+from .errors import AgentClosed, AgentError, InvalidMessage, RunCancelled
 from .events import RunEvent
+from .execution import Execution
 from .gates import SessionGate
 from .kernel import Kernel
-from .loop import Turn
 from .messages import Msg
 from .models import Model
+from .persist import persist
 from .plugins import HookagentPluginManager
-from .runs import AgentRun, AgentRunRegistry, RunCancelled, RunInfo
-from .state import AgentState
+from .runs import AgentRun, AgentRunRegistry, RunInfo
+from .state import AgentState, PendingInteraction
 from .store.base import AgentStateStore, ConflictPolicy
 from .store.ids import check_id
+from .turns import Answer
 
 MsgInput = str | Msg | Sequence[Msg | str]
-_events_log = logging.getLogger("hookagent.events")
 
 
 def _ids(value: str | None) -> str | None:
@@ -49,6 +49,9 @@ class AgentConfig:
     warning. ``model`` is a model object or the name of a registered provider.
     ``plugin_manager`` uses a manager you made (``create_plugin_manager``) instead of a new
     one: its plugins and monitors (the test fixtures pass theirs).
+    ``max_iterations`` counts model calls per turn (a resumed turn goes on counting).
+    ``parallel_tool_calls``: None runs one step's calls at once when every tool is
+    ``concurrency_safe``; True always, False never; at most ``max_parallel_tool_calls``.
     """
 
     name: str = "agent"
@@ -62,6 +65,8 @@ class AgentConfig:
     state_store_options: dict[str, Any] = attrs.Factory(dict)
     default_session_id: str = "default"
     max_iterations: int = 10
+    parallel_tool_calls: bool | None = None
+    max_parallel_tool_calls: int = 8
     reload_each_call: bool = True
     conflict_policy: ConflictPolicy = ConflictPolicy.FAIL
     system_prompt: str | None = None
@@ -100,7 +105,9 @@ class AgentConfig:
             self._kernel[0].close_portal()
 
 
-def _as_msgs(msgs: MsgInput) -> list[Msg]:
+def _as_msgs(msgs: MsgInput | None, answers: Sequence[Answer]) -> list[Msg]:
+    if msgs is None and answers:
+        return []
     if isinstance(msgs, (str, Msg)):
         msgs = [msgs]
     if not isinstance(msgs, Sequence) or isinstance(msgs, (bytes, bytearray)):
@@ -111,20 +118,24 @@ def _as_msgs(msgs: MsgInput) -> list[Msg]:
     bad = [type(m).__name__ for m in out if not isinstance(m, Msg)]
     if bad:
         raise InvalidMessage(f"call() got non-message input: {', '.join(bad)}")
-    if not out:
-        raise InvalidMessage("call() needs at least one message")
+    if not out and not answers:
+        raise InvalidMessage("call() needs at least one message (or answers)")
     return out
 
 
 class Agent:
-    """One agent instance: owns its executions (and so their interrupt signals)."""
+    """One agent instance: owns its executions (and so their interrupt signals).
+
+    It is the ``RunHost`` of its runs (``spawn``, ``execute``, ``emit``).
+    """
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.config = kernel.config
         self._active: dict[tuple[str, str], AgentRun] = {}
         self._queued: set[AgentRun] = set()
-        self._slot_cache: dict[tuple[str, str], tuple[AgentState, int]] = {}
+        self.slot_cache: dict[tuple[str, str], tuple[AgentState, int]] = {}
+        """States this instance saved, by slot (used when ``reload_each_call`` is off)."""
         self._closing = False
         self._idle: anyio.Event | None = None
         self._tg: Any = None
@@ -147,7 +158,7 @@ class Agent:
             if tg is not None:
                 await tg.__aexit__(None, None, None)
 
-    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         if self._tg is None:
             raise AgentError(
                 "run.start() needs the agent entered with `async with`; or await run.result()"
@@ -162,8 +173,8 @@ class Agent:
         self._closing = True
         for run in list(self._queued):
             run.rejected_by_shutdown = True
-            if run._scope is not None:
-                run._scope.cancel()
+            if run.scope is not None:
+                run.scope.cancel()
         if self._active:
             with anyio.move_on_after(timeout):
                 await self._wait_idle()
@@ -178,33 +189,64 @@ class Agent:
             await self._idle.wait()
 
     # ------------------------------------------------------------------ calls
-    def prepare_call(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> AgentRun:
-        """A handle on one execution (``run.run_id == ctx.run_id``); nothing runs yet."""
-        return AgentRun(self, _as_msgs(msgs), ctx if ctx is not None else RuntimeContext())
+    def prepare_call(
+        self,
+        msgs: MsgInput | None = None,
+        ctx: RuntimeContext | None = None,
+        *,
+        answers: Sequence[Answer] = (),
+    ) -> AgentRun:
+        """A handle on one execution (``run.run_id == ctx.run_id``); nothing runs yet.
 
-    async def call(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> Msg:
+        ``answers`` (``Approve``, ``Reject``, ``ExternalResult``) continue the session's
+        suspended turn instead of starting one; a call carries input or answers.
+        """
+        answers = tuple(answers)
+        ctx = ctx if ctx is not None else RuntimeContext()
+        return AgentRun(self, _as_msgs(msgs, answers), ctx, answers)
+
+    async def call(
+        self,
+        msgs: MsgInput | None = None,
+        ctx: RuntimeContext | None = None,
+        *,
+        answers: Sequence[Answer] = (),
+    ) -> Msg:
         """Run one call to its reply (the flow: docs/quickstart.md, "What a call does")."""
-        return await self.prepare_call(msgs, ctx).result()
+        return await self.prepare_call(msgs, ctx, answers=answers).result()
 
-    def call_sync(self, msgs: MsgInput, ctx: RuntimeContext | None = None) -> Msg:
-        return self.kernel.portal().call(self.call, msgs, ctx)
+    def call_sync(
+        self,
+        msgs: MsgInput | None = None,
+        ctx: RuntimeContext | None = None,
+        *,
+        answers: Sequence[Answer] = (),
+    ) -> Msg:
+        async def run() -> Msg:
+            return await self.call(msgs, ctx, answers=answers)
+
+        return self.kernel.portal().call(run)
 
     def interrupt(
         self, user_id: str, session_id: str | None = None, message: Msg | str | None = None
     ) -> bool:
-        """Interrupt the running execution of that slot only; False if the session is idle."""
+        """Interrupt the running execution of that slot only; False if the session is idle
+        (a suspended session is idle: it waits for answers, nothing runs)."""
         run = self._active.get((user_id, session_id or self.config.default_session_id))
         if run is None:
             return False
         run.interrupt(message)
         return True
 
-    async def _execute(self, run: AgentRun) -> Msg:
+    async def execute(self, run: AgentRun) -> Msg:
+        """Admit ``run`` (registry, session gate) and execute it to its reply."""
         ctx = run.ctx
         user_id = check_id(ctx.user_id, "user_id", allow_empty=True)
         session_id = check_id(ctx.session_id or self.config.default_session_id, "session_id")
         if self._closing:
             raise AgentClosed(f"agent {self.agent_id!r} is shutting down; the call was not run")
+        # a child only when this process derived the context from a running parent (the
+        # parent's handle travels in the context); a claimed parent_run_id proves nothing
         parent = ctx.get(AgentRun)
         is_child = (
             parent is not None
@@ -212,28 +254,29 @@ class Agent:
             and parent.run_id == ctx.run_id
             and parent.status == "running"
         )
-        info = RunInfo(
-            ctx.run_id,
-            self.agent_id,
-            user_id,
-            session_id,
-            time.time(),
-            ctx.run_id if is_child or ctx.parent_run_id == ctx.run_id else None,
-        )
         if is_child and parent is not None and parent.info is not None:
             if (parent.info.user_id, parent.info.session_id) == (user_id, session_id):
                 raise AgentError(
                     f"a subagent call on the parent's own session {session_id!r} would wait "
                     "for the parent forever: derive its context with its own session_id"
                 )
+        info = RunInfo(
+            ctx.run_id,
+            self.agent_id,
+            user_id,
+            session_id,
+            time.time(),
+            ctx.run_id if is_child else None,
+            ctx.turn_id,
+        )
         registry = self.kernel.registry
-        registry.register(run, info)
         run.parent = parent if is_child else None
+        registry.register(run, info)
         ctx.put(AgentRun, run)
         key = (user_id, session_id)
         try:
             with anyio.CancelScope() as scope:
-                run._scope = scope
+                run.scope = scope
                 if run.status == "cancelled":  # cancel() came before the scope existed
                     scope.cancel()
                 self._queued.add(run)
@@ -247,10 +290,7 @@ class Agent:
                             raise AgentClosed(f"agent {self.agent_id!r} is shutting down")
                         self._active[key] = run
                         try:
-                            await self._emit(run, "run_started", user_id, session_id, {})
-                            return await Turn(self, run, user_id, session_id, fence).execute(
-                                run.msgs
-                            )
+                            return await Execution(self, run, user_id, session_id, fence).execute()
                         finally:
                             del self._active[key]
                             ctx.agent_state = None
@@ -262,38 +302,32 @@ class Agent:
                 raise AgentClosed(f"agent {self.agent_id!r} shut down before the call was admitted")
             raise RunCancelled(f"run {run.run_id} was cancelled")
         finally:
-            run._scope = None
+            run.scope = None
             registry.unregister(run)
             ctx.put(AgentRun, parent)
 
-    async def _emit(
-        self, run: AgentRun, kind: str, user_id: str, session_id: str, data: dict[str, Any]
-    ) -> None:
+    async def emit(self, run: AgentRun, kind: str, data: dict[str, Any]) -> None:
+        """Record a run event on the run (and its parents) and hand it to the observers."""
+        info = run.info
+        assert info is not None  # events are emitted only for admitted runs
         event = RunEvent(
             kind,  # type: ignore[arg-type]
             self.agent_id,
-            user_id,
-            session_id,
+            info.user_id,
+            info.session_id,
             run.run_id,
-            len(run._events),
+            run.event_count,
             data,
+            turn_id=run.turn_id,
         )
-        run._push(event)
+        run.record(event)
         parent = run.parent
         while parent is not None:
-            parent._push(
+            parent.record(
                 attrs.evolve(event, data={**data, "child": True, "agent_id": self.agent_id})
             )
             parent = parent.parent
-        # each observer is called on its own, so that one failing never hides the event from
-        # the others (pluggy would stop at the first exception)
-        for observe in self.kernel.event_observers:
-            try:
-                result = observe(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                _events_log.exception("a hookagent_on_run_event plugin failed")
+        await self.kernel.relay.run_event(event)
 
     # ------------------------------------------------------------------ admin operations
     def _slot(self, user_or_ctx: str | RuntimeContext, session_id: str | None) -> tuple[str, str]:
@@ -311,6 +345,12 @@ class Agent:
         u, s = self._slot(user_id, session_id)
         got = await (await self.kernel.store()).get_versioned(u, s)
         return got.state or AgentState(session_id=s, user_id=u)
+
+    async def pending_interactions(
+        self, user_id: str = "", session_id: str | None = None
+    ) -> list[PendingInteraction]:
+        """What the session's suspended turn waits for (empty when nothing is pending)."""
+        return list((await self.get_agent_state(user_id, session_id)).turn_context.pending)
 
     async def clear_context(
         self, user_or_ctx: str | RuntimeContext, session_id: str | None = None
@@ -333,7 +373,8 @@ class Agent:
 
         Waits for a running call on that session to finish first (it is not cancelled). The
         save is a compare-and-set: a concurrent writer elsewhere makes it raise
-        ``VersionConflict`` rather than lose either write.
+        ``VersionConflict`` rather than lose either write. ``mutation`` changes the state in
+        place (it may be async); what it returns is ignored.
         """
         u, s = self._slot(user_or_ctx, session_id)
         store = await self.kernel.store()
@@ -351,8 +392,18 @@ class Agent:
                 log.append({"reason": reason, "at": time.time(), "run_id": ctx.run_id})
                 del log[:-20]
             ctx.agent_state = state
-            await _persist_admin(self, state, ctx, got.version, fence)
-        self._slot_cache.pop((u, s), None)
+            await persist(
+                self.kernel,
+                state,
+                ctx,
+                (u, s),
+                outcome="admin",
+                version=got.version,
+                fence=fence,
+                loaded_len=len(state.context),
+                policy=ConflictPolicy.FAIL,
+            )
+        self.slot_cache.pop((u, s), None)
         return True
 
     # ------------------------------------------------------------------ sync twins
@@ -381,22 +432,3 @@ class Agent:
 
     def close_sync(self) -> None:
         self.kernel.portal().call(self.close)
-
-
-async def _persist_admin(
-    agent: Agent, state: AgentState, ctx: RuntimeContext, version: int, fence: Any
-) -> None:
-    from .kernel import await_results
-
-    hook = agent.kernel.pm.hook
-    await await_results(
-        hook.hookagent_before_persist(state=state, ctx=ctx, outcome="admin"),
-        "hookagent_before_persist",
-    )
-    store = await agent.kernel.store()
-    new = await store.save_if_version(
-        ctx.user_id, ctx.session_id or "", state, version, fence=fence
-    )
-    await await_results(
-        hook.hookagent_after_persist(state=state, ctx=ctx, version=new), "hookagent_after_persist"
-    )

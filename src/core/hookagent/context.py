@@ -51,6 +51,9 @@ class RuntimeContext:
     extra: dict[str, Any] = attrs.Factory(dict)
     agent_state: AgentState | None = attrs.field(default=None, kw_only=True)
     parent_run_id: str | None = attrs.field(default=None, kw_only=True)
+    turn_id: str | None = attrs.field(default=None, kw_only=True)
+    """The turn this run belongs to: None starts a new turn (the kernel sets it at
+    admission); a call that answers a suspended turn continues it under a new run_id."""
     _typed: dict[type, Any] = attrs.field(factory=dict, alias="typed", kw_only=True)
 
     @classmethod
@@ -95,17 +98,20 @@ class RuntimeContext:
         user_id: str = KEEP,
         session_id: str | None = KEEP,
         run_id: str | None = KEEP,
+        turn_id: str | None = KEEP,
     ) -> RuntimeContext:
         """A new context with this one's identity and attributes (a copy of each map).
 
         The run_id is kept (subagents stay linked to the parent run) unless ``run_id=None``
         (a fresh id, for a new run) or an explicit value is given. The new context has no
-        agent_state: the call that uses it injects its own.
+        agent_state: the call that uses it injects its own. The turn_id is kept too: resume
+        a suspended turn with ``ctx.derive(run_id=None)`` (the reference's idiom).
         """
         child = RuntimeContext(
             user_id=self.user_id if user_id is KEEP else user_id,
             session_id=self.session_id if session_id is KEEP else session_id,
             run_id=self.run_id if run_id is KEEP else run_id,
+            turn_id=self.turn_id if turn_id is KEEP else turn_id,
             extra=dict(self.extra),
             typed=dict(self._typed),
         )

@@ -7,6 +7,8 @@ Both derive from ``HookagentError`` so that one ``except`` can catch the lot.
 
 from __future__ import annotations
 
+import pluggy
+
 
 class HookagentError(Exception):
     """Base of every error hookagent raises on purpose."""
@@ -126,16 +128,42 @@ class ModelUnavailable(ModelError):
     """Timeouts, connection errors or 5xx answers that outlasted the retries."""
 
 
-class IterationLimitReached(AgentError):
-    """The loop reached ``max_iterations`` without a final answer."""
-
-
 class AgentClosed(AgentError):
     """The agent is shutting down or closed and accepts no new call."""
 
 
 class DuplicateRunId(AgentError):
-    """A top-level run with this run_id is already executing."""
+    """A top-level run with this run_id is already executing for the same user."""
+
+
+class RunCancelled(AgentError):
+    """The run was cancelled (before start it never executed)."""
+
+
+class Interrupted(Exception):
+    """Raised at a cooperative checkpoint after an interrupt; the kernel turns it into a
+    recovery reply. Middlewares and tools must let it through (catch ``ModelError`` or
+    your own errors, never bare ``Exception``, around ``call_next``)."""
+
+
+class ToolArgumentError(ValueError):
+    """The model's arguments do not fit the tool's schema (shown to the model, not raised)."""
+
+
+class AnswerError(AgentError, ValueError):
+    """An answer to a suspended turn that cannot be applied; nothing was changed."""
+
+
+class UnknownInteraction(AnswerError):
+    """An answer whose tool_use id matches no pending interaction (or one already answered)."""
+
+
+class DuplicateAnswer(AnswerError):
+    """Two answers to the same tool_use id in one call."""
+
+
+class TurnMismatch(AnswerError):
+    """Answers sent with a ``ctx.turn_id`` other than the suspended turn's."""
 
 
 class ToolDefinitionError(AgentError, TypeError):
@@ -151,4 +179,20 @@ class PluginLoadError(PluginError):
 
 
 class HookContractError(PluginError, TypeError):
-    """A hook implementation returned something its hook does not accept."""
+    """A hook implementation returned something its hook does not accept.
+
+    ``hook`` names the hook and ``plugin`` the plugin when the kernel can tell which one.
+    """
+
+    def __init__(self, message: str, *, hook: str | None = None, plugin: str | None = None):
+        super().__init__(message)
+        self.hook, self.plugin = hook, plugin
+
+
+class PluginValidationError(PluginError, pluggy.PluginValidationError):
+    """A ``hookagent_*`` implementation no hook specification knows (a misspelled hook), or
+    one whose arguments the specification does not have. ``plugin`` and ``hook`` name it."""
+
+    def __init__(self, plugin: object, message: str, *, hook: str | None = None) -> None:
+        pluggy.PluginValidationError.__init__(self, plugin, message)
+        self.hook = hook

@@ -1,4 +1,8 @@
-"""Run events: one start, one end, and the steps between, all carrying the run's identity."""
+"""Run events: one start, one end, and the steps between, all carrying the run's identity.
+
+The end event (``run_finished``, ``run_suspended``, ``run_interrupted`` or ``run_failed``)
+has ``data["outcome"]``: the run's ``GenerateReason``.
+"""
 
 from __future__ import annotations
 
@@ -17,18 +21,22 @@ EventKind: TypeAlias = Literal[
     "tool_returned",
     "tool_failed",
     "tool_denied",
+    "tool_suspended",
+    "interaction_resolved",
     "state_persisted",
     "run_finished",
+    "run_suspended",
     "run_failed",
     "run_interrupted",
 ]
 
-END_KINDS = frozenset({"run_finished", "run_failed", "run_interrupted"})
+END_KINDS = frozenset({"run_finished", "run_suspended", "run_failed", "run_interrupted"})
 
 
 @attrs.frozen
 class RunEvent:
-    """What happened, to which run. ``seq`` orders the events of one execution from 0."""
+    """What happened, to which run and turn. ``seq`` orders the events of one execution
+    from 0."""
 
     kind: EventKind
     agent_id: str
@@ -38,6 +46,7 @@ class RunEvent:
     seq: int
     data: dict[str, Any] = attrs.Factory(dict)
     timestamp: float = attrs.Factory(time.time)
+    turn_id: str | None = None
 
     @property
     def is_end(self) -> bool:

@@ -31,10 +31,6 @@ class LocalSessionGate:
     def __init__(self) -> None:
         self._locks: dict[tuple[str, str], tuple[anyio.Lock, int]] = {}
 
-    def busy(self, user_id: str, session_id: str) -> bool:
-        entry = self._locks.get((user_id, session_id))
-        return entry is not None and entry[0].locked()
-
     @asynccontextmanager
     async def acquire(
         self, user_id: str, session_id: str, *, timeout: float | None = None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .context import RuntimeContext
     from .events import RunEvent
     from .models import ModelRequest
-    from .registry import Registrar
+    from .registry import ModelRegister, StoreRegister, ToolRegister
     from .state import AgentState
     from .store.base import AgentStateStore
 
@@ -46,10 +46,12 @@ def hookagent_add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @hookspec
-def hookagent_register_tools(register: Registrar[Any]) -> None:
+def hookagent_register_tools(register: ToolRegister) -> None:
     """Register tools: plain sync or async functions, whose JSON schema comes from the signature.
 
-    :param register: ``register(func, *, name=None, description=None, group=None)``.
+    :param register: ``register(func, *, name=None, description=None, group=None,
+        read_only=None, concurrency_safe=None, timeout=None)`` (``hookagent.ToolRegister``);
+        traits left None come from the function's ``@hookagent.tool(...)``, else defaults.
 
     Result: ignored. Called once when the agent configuration is prepared. A duplicate tool
     name raises ``ToolDefinitionError`` naming both registrants.
@@ -57,7 +59,7 @@ def hookagent_register_tools(register: Registrar[Any]) -> None:
 
 
 @hookspec
-def hookagent_register_models(register: Registrar[Any]) -> None:
+def hookagent_register_models(register: ModelRegister) -> None:
     """Register model providers selectable by name (``AgentConfig(model="name")``).
 
     :param register: ``register(name, factory)``; ``factory(**options)`` returns a model.
@@ -67,7 +69,7 @@ def hookagent_register_models(register: Registrar[Any]) -> None:
 
 
 @hookspec
-def hookagent_register_state_stores(register: Registrar[Any]) -> None:
+def hookagent_register_state_stores(register: StoreRegister) -> None:
     """Register the URL schemes a store plugin serves.
 
     :param register: ``register(scheme, factory)``; ``factory(url, **options)`` returns an
@@ -110,7 +112,8 @@ def hookagent_before_persist(state: AgentState, ctx: RuntimeContext, outcome: st
 
     :param state: the state that will be written; mutate it to add your section.
     :param ctx: the call's context.
-    :param outcome: ``"success"``, ``"error"``, ``"interrupted"``, ``"shutdown"`` or ``"admin"``.
+    :param outcome: ``"success"`` (completed, max iterations, all tools denied),
+        ``"suspended"``, ``"error"``, ``"interrupted"``, ``"shutdown"`` or ``"admin"``.
 
     Result: None (or an awaitable of None). An exception aborts the save; on a failed call the
     original error stays the one raised and this one is attached to it.
@@ -150,20 +153,40 @@ def hookagent_build_model_request(request: ModelRequest, ctx: RuntimeContext) ->
 def hookagent_wrap_tool_call() -> Any:
     """Contribute a tool-call middleware. Called once per prepared configuration.
 
-    Result: None, or ``async def middleware(call: ToolCall, ctx, call_next) -> ToolResultBlock``.
-    ``call_next(call)`` runs the rest of the chain and the tool; a middleware may change the
-    call, return its own result without calling ``call_next`` (a permission plugin returns a
-    ``denied`` result), or post-process the result. The first result is outermost.
+    Result: None, ``async def middleware(call: ToolCall, ctx, call_next)``, or a
+    ``Middleware(func, order=N)`` (lower ``order`` is outer; ties by plugin name; a bare
+    callable has order 0). ``call_next(call)`` runs the rest of the chain and the tool. A
+    middleware may change the call, return its own ``ToolResultBlock`` without calling
+    ``call_next`` (a permission plugin returns a ``denied`` result), post-process the
+    result, or return a ``PendingInteraction`` (``hookagent.ask(call, prompt)`` or
+    ``hookagent.await_external(call, prompt)``) to suspend the turn until an answer comes.
+    ``call.tool`` carries the tool's traits (``read_only``, ``concurrency_safe``) and
+    ``call.approved`` is True when a person approved this call: never ask again then.
+    """
+
+
+@hookspec
+def hookagent_wrap_model_call() -> Any:
+    """Contribute an around-the-model middleware. Called once per prepared configuration.
+
+    Result: None, ``async def middleware(request: ModelRequest, ctx, call_next) ->
+    ModelResponse``, or a ``Middleware(func, order=N)`` (ordered as the tool chain).
+    ``call_next(request)`` runs the rest of the chain and the provider (streaming, with
+    every delta emitted as a ``model_delta`` event); call it again to retry or fail over,
+    or answer without it (a cache). The chain runs inside the run's interrupt scope: catch
+    ``ModelError`` (or your own errors), never bare ``Exception``, so that ``Interrupted``
+    and cancellation pass through.
     """
 
 
 @hookspec
 def hookagent_on_run_event(event: RunEvent) -> Any:
-    """Observe a run event (started, model/tool steps, state loaded/persisted, finished). May be async.
+    """Observe a run event (started, model/tool steps, state loaded/persisted, the end). May be async.
 
-    :param event: a frozen ``RunEvent`` with ``kind``, agent_id, user_id, session_id, run_id
-        and ``data``.
+    :param event: a frozen ``RunEvent`` with ``kind``, agent_id, user_id, session_id, run_id,
+        turn_id and ``data`` (the end event's ``data["outcome"]`` is the ``GenerateReason``).
 
-    Result: None (or an awaitable of None). Called in emission order; an exception here is
-    logged and never breaks the run.
+    Result: None (or an awaitable of None). Called through pluggy for every event in
+    emission order, also for plugins registered after the configuration was prepared; an
+    exception here is logged and never breaks the run nor hides the event from others.
     """

@@ -20,49 +20,26 @@ import anyio
 import anyio.from_thread
 import attrs
 
-from .errors import AgentError, HookContractError, ModelError, StoreConfigurationError
+from .errors import AgentError, ModelError, StoreConfigurationError, ToolDefinitionError
 from .gates import LocalSessionGate, SessionGate
-from .messages import ToolResultBlock, ToolUseBlock
 from .models import Model, ToolSpec
 from .plugins import create_plugin_manager
-from .registry import collect
+from .relay import HookRelay
 from .runs import AgentRunRegistry
 from .store.base import AgentStateStore
 from .store.memory import InMemoryAgentStateStore
-from .tools import Tool
+from .tools import Tool, ToolCall
 
 log = logging.getLogger("hookagent.kernel")
 
 if TYPE_CHECKING:
     from .agent import AgentConfig
-    from .context import RuntimeContext
+
+__all__ = ["Kernel", "StateNotPersistedWarning", "ToolCall"]
 
 
 class StateNotPersistedWarning(UserWarning):
     """No store plugin provides a default: state lives in memory and is lost on exit."""
-
-
-@attrs.frozen
-class ToolCall:
-    """One tool call as it goes through the middleware chain."""
-
-    use: ToolUseBlock
-    tool: Tool | None
-
-
-ToolMiddleware = Callable[
-    [ToolCall, "RuntimeContext", Callable[[ToolCall], Awaitable[ToolResultBlock]]],
-    Awaitable[ToolResultBlock],
-]
-
-
-async def await_results(results: list[Any], hook: str) -> None:
-    """Await what a 'may be async' hook returned, in pluggy order."""
-    for result in results:
-        if inspect.isawaitable(result):
-            result = await result
-        if result is not None:
-            raise HookContractError(f"an implementation of {hook} returned {result!r}, not None")
 
 
 class Kernel:
@@ -84,18 +61,12 @@ class Kernel:
             self.pm = create_plugin_manager(
                 config.plugins, autoload=config.autoload_plugins, strict=config.strict_plugins
             )
+        self.relay = HookRelay(self.pm)
         self.tools = self._collect_tools()
         self._enabled: dict[frozenset[str], tuple[dict[str, Tool], list[ToolSpec]]] = {}
-        self.middlewares: list[ToolMiddleware] = [
-            m for m in self.pm.hook.hookagent_wrap_tool_call() if m is not None
-        ]
-        for m in self.middlewares:
-            if not callable(m):
-                raise HookContractError(f"hookagent_wrap_tool_call returned {m!r}, not a callable")
+        self.tool_middlewares = self.relay.tool_middlewares()
+        self.model_middlewares = self.relay.model_middlewares()
         self.model: Model | None = self._resolve_model()
-        self.event_observers: list[Callable[[Any], Any]] = [
-            _bind(impl) for impl in self.pm.hook.hookagent_on_run_event.get_hookimpls()[::-1]
-        ]
         self.gate: SessionGate = config.session_gate or LocalSessionGate()
         self.registry = config.run_registry or AgentRunRegistry()
         self._store: AgentStateStore | None = None
@@ -114,8 +85,6 @@ class Kernel:
 
         def add(tool: Tool, owner: str) -> None:
             if tool.name in tools:
-                from .errors import ToolDefinitionError
-
                 raise ToolDefinitionError(
                     f"tool {tool.name!r} is registered twice: by {owners[tool.name]} and by {owner}"
                 )
@@ -127,7 +96,9 @@ class Kernel:
             add(attrs.evolve(tool, group=None), "the configuration")
 
         class _ToolRegistrar:
-            def __init__(self, what: str, sink: dict[str, Any], plugin: str) -> None:
+            """The ``register`` a ``hookagent_register_tools`` implementation gets."""
+
+            def __init__(self, _what: str, _sink: dict[str, Any], plugin: str) -> None:
                 self.plugin = plugin
 
             def __call__(
@@ -137,13 +108,22 @@ class Kernel:
                 name: str | None = None,
                 description: str | None = None,
                 group: str | None = None,
+                read_only: bool | None = None,
+                concurrency_safe: bool | None = None,
+                timeout: float | None = None,
             ) -> None:
                 tool = Tool.from_function(
-                    func, name=name, description=description, group=group or self.plugin
+                    func,
+                    name=name,
+                    description=description,
+                    group=group or self.plugin,
+                    read_only=read_only,
+                    concurrency_safe=concurrency_safe,
+                    timeout=timeout,
                 )
                 add(tool, f"plugin {self.plugin!r}")
 
-        collect(self.pm, "hookagent_register_tools", "tool", _ToolRegistrar)
+        self.relay.collect("hookagent_register_tools", "tool", _ToolRegistrar)
         return tools
 
     def enabled_tools(
@@ -166,7 +146,7 @@ class Kernel:
         return found
 
     def model_factories(self) -> dict[str, tuple[Any, str]]:
-        return collect(self.pm, "hookagent_register_models", "model")
+        return self.relay.collect("hookagent_register_models", "model")
 
     def _resolve_model(self) -> Model | None:
         model = self.config.model
@@ -180,12 +160,12 @@ class Kernel:
 
     # ---- the store
     def store_factories(self) -> dict[str, tuple[Any, str]]:
-        return collect(self.pm, "hookagent_register_state_stores", "state store scheme")
+        return self.relay.collect("hookagent_register_state_stores", "state store scheme")
 
     def _bind_store(self) -> None:
         spec = self.config.state_store
         if spec is None:
-            default = self.pm.hook.hookagent_default_state_store(agent_id=self.config.id)
+            default = self.relay.default_state_store(self.config.id)
             if default is None:
                 warnings.warn(
                     f"agent {self.config.id!r}: no state store configured and no store plugin "
@@ -274,13 +254,6 @@ class Kernel:
             if self._portal is not None:
                 self._portal.call(self._portal.stop)
                 self._portal = None
-
-
-def _bind(impl: Any) -> Callable[[Any], Any]:
-    """A direct caller of one hook implementation (it takes ``event`` or nothing)."""
-    if "event" in impl.argnames:
-        return impl.function  # type: ignore[no-any-return]
-    return lambda event: impl.function()
 
 
 def _in_event_loop() -> bool:

@@ -53,11 +53,6 @@ def _entry_points() -> tuple[md.EntryPoint, ...]:
     return tuple(md.entry_points(group=ENTRY_POINT_GROUP))
 
 
-def refresh_entry_points() -> None:
-    """Forget the cached entry-point scan (after installing a plugin at run time)."""
-    _entry_points.cache_clear()
-
-
 class HookagentPluginManager(pluggy.PluginManager):
     """A pluggy manager that remembers what it loaded and what failed."""
 

@@ -6,14 +6,51 @@ duplicate or a wrong type names the plugin that registered it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import pluggy
 
-from .errors import HookContractError, ToolDefinitionError
+from .errors import HookContractError
+
+if TYPE_CHECKING:
+    from .models import Model
+    from .store.base import AgentStateStore
 
 V = TypeVar("V")
+
+
+class ToolRegister(Protocol):
+    """``register`` of ``hookagent_register_tools``: annotate your implementation with it."""
+
+    def __call__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        group: str | None = None,
+        read_only: bool | None = None,
+        concurrency_safe: bool | None = None,
+        timeout: float | None = None,
+    ) -> None: ...
+
+
+class ModelRegister(Protocol):
+    """``register`` of ``hookagent_register_models``: ``register(name, factory)``."""
+
+    def __call__(self, name: str, factory: Callable[..., Model]) -> None: ...
+
+
+class StoreRegister(Protocol):
+    """``register`` of ``hookagent_register_state_stores``: ``register(scheme, factory)``;
+    the factory may return the store or an awaitable of it."""
+
+    def __call__(
+        self,
+        scheme: str,
+        factory: Callable[..., AgentStateStore | Awaitable[AgentStateStore]],
+    ) -> None: ...
 
 
 class Registrar(Generic[V]):
@@ -26,13 +63,14 @@ class Registrar(Generic[V]):
         if not isinstance(name, str) or not name:
             raise HookContractError(
                 f"plugin {self._plugin!r} registered a {self._what} with name {name!r}: "
-                "names are non-empty strings"
+                "names are non-empty strings",
+                plugin=self._plugin,
             )
         if name in self._sink:
             _, other = self._sink[name]
-            err = ToolDefinitionError if self._what == "tool" else HookContractError
-            raise err(
-                f"{self._what} {name!r} is registered twice: by {other!r} and by {self._plugin!r}"
+            raise HookContractError(
+                f"{self._what} {name!r} is registered twice: by {other!r} and by {self._plugin!r}",
+                plugin=self._plugin,
             )
         self._sink[name] = (value, self._plugin)
 
@@ -40,7 +78,8 @@ class Registrar(Generic[V]):
         if not callable(value):
             raise HookContractError(
                 f"plugin {self._plugin!r} registered {self._what} {name!r} with a "
-                f"{type(value).__name__}, expected a callable factory"
+                f"{type(value).__name__}, expected a callable factory",
+                plugin=self._plugin,
             )
         self.add(name, value)
 

@@ -7,41 +7,53 @@ termination is resolved exactly once; every later ``result()`` returns or raises
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import attrs
 
-from .errors import AgentError, DuplicateRunId
+from .errors import AgentError, DuplicateRunId, Interrupted, RunCancelled
 from .events import RunEvent
 from .messages import Msg
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .context import RuntimeContext
+    from .turns import Answer
+
+__all__ = [
+    "AgentRun",
+    "AgentRunRegistry",
+    "InterruptControl",
+    "Interrupted",
+    "RunCancelled",
+    "RunHost",
+    "RunInfo",
+]
 
 
-class RunCancelled(AgentError):
-    """The run was cancelled (before start it never executed)."""
+class RunHost(Protocol):
+    """What a run handle needs from the agent that admitted it (``Agent`` implements it)."""
 
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` in the host's task group (``run.start()``)."""
 
-class Interrupted(Exception):
-    """Raised at a cooperative checkpoint after an interrupt; turned into a recovery reply."""
+    async def execute(self, run: AgentRun) -> Msg:
+        """Admit and execute the run to its reply."""
+        ...
 
 
 class InterruptControl:
     """A runtime-only interrupt signal owned by one execution (never stored)."""
 
-    __slots__ = ("_scope", "message", "reason", "requested")
+    __slots__ = ("_scopes", "message", "reason", "requested")
 
     def __init__(self) -> None:
         self.requested = False
         self.reason: str | None = None
         self.message: Msg | None = None
-        self._scope: anyio.CancelScope | None = None
+        self._scopes: set[anyio.CancelScope] = set()
 
     def interrupt(self, message: Msg | str | None = None, *, reason: str = "user") -> None:
         if self.requested:
@@ -49,8 +61,8 @@ class InterruptControl:
         self.requested = True
         self.reason = reason
         self.message = Msg.user(message) if isinstance(message, str) else message
-        if self._scope is not None:
-            self._scope.cancel()
+        for scope in list(self._scopes):
+            scope.cancel()
 
     def check(self) -> None:
         """A cooperative checkpoint."""
@@ -59,15 +71,16 @@ class InterruptControl:
 
     @contextmanager
     def step(self) -> Iterator[None]:
-        """Run one model or tool step so that an interrupt aborts it at once."""
+        """Run one model or tool step so that an interrupt aborts it at once (several steps
+        may run at once: parallel tool calls)."""
         self.check()
         scope = anyio.CancelScope()
-        self._scope = scope
+        self._scopes.add(scope)
         try:
             with scope:
                 yield
         finally:
-            self._scope = None
+            self._scopes.discard(scope)
         if scope.cancel_called and self.requested:
             raise Interrupted(self.reason)
 
@@ -80,6 +93,7 @@ class RunInfo:
     session_id: str
     started_at: float
     parent_run_id: str | None = None
+    turn_id: str | None = None
 
     @property
     def is_child(self) -> bool:
@@ -89,15 +103,23 @@ class RunInfo:
 class AgentRun:
     """A handle on one execution; see the module docstring."""
 
-    def __init__(self, agent: Agent, msgs: Any, ctx: RuntimeContext) -> None:
-        self.agent = agent
+    def __init__(
+        self,
+        host: RunHost,
+        msgs: Sequence[Msg],
+        ctx: RuntimeContext,
+        answers: Sequence[Answer] = (),
+    ) -> None:
+        self.host = host
         self.ctx = ctx
         self.msgs = msgs
+        self.answers = tuple(answers)
         self.control = InterruptControl()
         self.status = "pending"  # pending | running | done | cancelled
         self.info: RunInfo | None = None
         self.parent: AgentRun | None = None  # the run this one is a subagent of
-        self._scope: anyio.CancelScope | None = None
+        self.scope: anyio.CancelScope | None = None
+        """The cancel scope of the admitted execution (set by the host while it runs)."""
         self._events: list[RunEvent] = []
         self._event_added: anyio.Event | None = None
         self._done: anyio.Event | None = None
@@ -109,6 +131,11 @@ class AgentRun:
     @property
     def run_id(self) -> str:
         return self.ctx.run_id
+
+    @property
+    def turn_id(self) -> str | None:
+        """The turn this run belongs to (set when the run is admitted)."""
+        return self.ctx.turn_id
 
     def __repr__(self) -> str:
         return f"<AgentRun {self.run_id} {self.status}>"
@@ -128,7 +155,7 @@ class AgentRun:
     def start(self) -> AgentRun:
         """Start in the agent's task group (the agent must be entered with ``async with``)."""
         if self.status == "pending":
-            self.agent._spawn(self._run)
+            self.host.spawn(self._run)
             self.status = "running"
         return self
 
@@ -139,7 +166,7 @@ class AgentRun:
             return
         self.status = "running"
         try:
-            self._reply = await self.agent._execute(self)
+            self._reply = await self.host.execute(self)
         except Exception as exc:
             self._error = exc
         except BaseException:  # cancelled from outside: resolve, then let it propagate
@@ -160,8 +187,8 @@ class AgentRun:
             self._done_event().set()
         elif self.status == "running":
             self.status = "cancelled"
-            if self._scope is not None:
-                self._scope.cancel()
+            if self.scope is not None:
+                self.scope.cancel()
 
     def interrupt(self, message: Msg | str | None = None) -> None:
         """Cooperative: the run stops at its next checkpoint and saves a consistent state."""
@@ -173,9 +200,14 @@ class AgentRun:
             self._done = anyio.Event()
         return self._done
 
-    def _push(self, event: RunEvent) -> None:
+    def record(self, event: RunEvent) -> None:
+        """Add an event to this run's stream (the host does, for it and its subagents)."""
         self._events.append(event)
         self._wake()
+
+    @property
+    def event_count(self) -> int:
+        return len(self._events)
 
     def _wake(self) -> None:
         if self._event_added is not None:
@@ -203,56 +235,80 @@ class AgentRun:
 
 
 class AgentRunRegistry:
-    """The runs that are executing now: look up, list, interrupt or cancel by run_id.
+    """The runs executing now: look up, list, interrupt or cancel by (user_id, run_id).
 
-    A second top-level run with a run_id that is executing is refused; a subagent run
-    (derived context keeping the parent's run_id) is registered as a child instead.
+    Every lookup is scoped to one user (a service passes the authenticated one): another
+    user's run_id is invisible, and reusing it is not a conflict. A second top-level run
+    of one user with a run_id that is executing is refused. A subagent run is a child
+    because the kernel derived its context from a running parent in this process (the
+    parent's handle travels in the context), never because a context claims a
+    ``parent_run_id``; it is filed under its root's user so the root's interrupt reaches it.
     """
 
     def __init__(self) -> None:
-        self._runs: dict[str, list[AgentRun]] = {}
+        self._runs: dict[tuple[str, str], list[AgentRun]] = {}
+
+    @staticmethod
+    def _key(run: AgentRun, info: RunInfo) -> tuple[str, str]:
+        root = run
+        while root.parent is not None:
+            root = root.parent
+        user = root.info.user_id if root is not run and root.info else info.user_id
+        return (user, info.run_id)
 
     def register(self, run: AgentRun, info: RunInfo) -> None:
-        entries = self._runs.setdefault(info.run_id, [])
+        key = self._key(run, info)
+        entries = self._runs.setdefault(key, [])
         if not info.is_child and any(r.info and not r.info.is_child for r in entries):
             if not entries:
-                del self._runs[info.run_id]
-            raise DuplicateRunId(f"a run with run_id {info.run_id!r} is already executing")
+                del self._runs[key]
+            raise DuplicateRunId(
+                f"a run with run_id {info.run_id!r} is already executing for user_id "
+                f"{info.user_id!r}"
+            )
         run.info = info
         entries.append(run)
 
     def unregister(self, run: AgentRun) -> None:
-        entries = self._runs.get(run.run_id, [])
-        if run in entries:
-            entries.remove(run)
-        if not entries:
-            self._runs.pop(run.run_id, None)
+        for key, entries in list(self._runs.items()):
+            if run in entries:
+                entries.remove(run)
+                if not entries:
+                    del self._runs[key]
+                return
 
-    def list(self) -> Sequence[RunInfo]:
+    def list(self, user_id: str) -> Sequence[RunInfo]:
+        """The user's executing runs (subagent runs included)."""
+        return [
+            r.info
+            for (u, _), entries in self._runs.items()
+            if u == user_id
+            for r in entries
+            if r.info
+        ]
+
+    def list_all(self) -> Sequence[RunInfo]:
+        """Every user's executing runs: for operators only, never behind a user's request."""
         return [r.info for entries in self._runs.values() for r in entries if r.info]
 
-    def get(self, run_id: str) -> RunInfo | None:
-        for run in self._runs.get(run_id, []):
+    def get(self, user_id: str, run_id: str) -> RunInfo | None:
+        entries = self._runs.get((user_id, run_id), [])
+        for run in entries:
             if run.info and not run.info.is_child:
                 return run.info
-        entries = self._runs.get(run_id)
         return entries[0].info if entries else None
 
-    def handles(self, run_id: str) -> Sequence[AgentRun]:
-        return list(self._runs.get(run_id, []))
+    def handles(self, user_id: str, run_id: str) -> Sequence[AgentRun]:
+        return list(self._runs.get((user_id, run_id), []))
 
-    def interrupt(self, run_id: str, message: Msg | str | None = None) -> bool:
-        runs = self.handles(run_id)
+    def interrupt(self, user_id: str, run_id: str, message: Msg | str | None = None) -> bool:
+        runs = self.handles(user_id, run_id)
         for run in runs:
             run.interrupt(message)
         return bool(runs)
 
-    def cancel(self, run_id: str) -> bool:
-        runs = self.handles(run_id)
+    def cancel(self, user_id: str, run_id: str) -> bool:
+        runs = self.handles(user_id, run_id)
         for run in runs:
             run.cancel()
         return bool(runs)
-
-
-def now() -> float:
-    return time.time()

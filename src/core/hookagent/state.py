@@ -12,7 +12,7 @@ from typing import Any, Literal, SupportsIndex, TypeAlias, TypeVar, overload
 
 import attrs
 
-from .messages import Msg
+from .messages import Msg, ToolResultBlock
 
 SCHEMA_VERSION = 1
 """The schema version this code writes; older ones are upcast by the codec."""
@@ -171,6 +171,44 @@ class ToolContext:
     activated_groups: list[str] = attrs.Factory(list)
 
 
+InteractionKind: TypeAlias = Literal["confirm", "external_result"]
+
+
+@attrs.define
+class PendingInteraction:
+    """A tool call waiting for a person (``confirm``) or an outside system (``external_result``).
+
+    Keyed by the tool_use id it holds back; answered by ``Approve``/``Reject``/``ExternalResult``.
+    """
+
+    tool_use_id: str
+    tool: str
+    kind: InteractionKind
+    prompt: str = ""
+    input: dict[str, Any] = attrs.Factory(dict)
+    data: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.define
+class TurnContext:
+    """The open turn of a suspended session (empty when no turn waits).
+
+    While interactions are pending, the history ends with the assistant message ``step_id``
+    whose tool calls are not all answered; ``results`` holds that step's finished results
+    until the step completes, so the history never shows the model an unanswered tool_use.
+    """
+
+    turn_id: str | None = None
+    step_id: str | None = None
+    pending: list[PendingInteraction] = attrs.Factory(list)
+    results: list[ToolResultBlock] = attrs.Factory(list)
+    iterations: int = 0
+
+    @property
+    def suspended(self) -> bool:
+        return bool(self.pending)
+
+
 @attrs.define
 class AgentState:
     """One (user_id, session_id) slot. Plugin sections live in ``extensions`` as plain JSON.
@@ -187,6 +225,7 @@ class AgentState:
     plan_mode_context: PlanModeContext = attrs.Factory(PlanModeContext)
     tasks_context: TasksContext = attrs.Factory(TasksContext)
     tool_context: ToolContext = attrs.Factory(ToolContext)
+    turn_context: TurnContext = attrs.Factory(TurnContext)
     shutdown_interrupted: bool = False
     schema_version: int = SCHEMA_VERSION
     extensions: dict[str, Any] = attrs.Factory(dict)
@@ -219,6 +258,7 @@ class AgentState:
         self.extensions[name] = unstructure(value)
 
     def clear_context(self) -> None:
-        """Drop the history and the summary; every other section stays."""
+        """Drop the history, the summary and a suspended turn; every other section stays."""
         self.context.replace(())
         self.summary = None
+        self.turn_context = TurnContext()

@@ -19,7 +19,7 @@ import attrs
 import orjson
 
 from .context import RuntimeContext
-from .errors import ToolDefinitionError
+from .errors import ToolArgumentError, ToolDefinitionError
 from .messages import ImageBlock, OutputBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from .models import ToolSpec
 
@@ -27,8 +27,42 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _SCALARS: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-class ToolArgumentError(ValueError):
-    """The model's arguments do not fit the tool's schema (shown to the model, not raised)."""
+_TRAITS_ATTR = "__hookagent_tool__"
+__all__ = ["Tool", "ToolArgumentError", "ToolCall", "error_result", "to_output", "tool"]
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    concurrency_safe: bool = False,
+    timeout: float | None = None,
+) -> Any:
+    """Declare a plain function's traits: ``@tool(read_only=True)`` (or bare ``@tool``).
+
+    The function is returned unchanged (still callable as before); ``Tool.from_function``
+    and ``register(...)`` read what the decorator recorded.
+    """
+
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        traits = {
+            "name": name,
+            "description": description,
+            "read_only": read_only,
+            "concurrency_safe": concurrency_safe,
+            "timeout": timeout,
+        }
+        setattr(f, _TRAITS_ATTR, traits)
+        return f
+
+    return mark(func) if func is not None else mark
+
+
+def _check_timeout(_: Any, __: Any, value: float | None) -> None:
+    if value is not None and (not isinstance(value, (int, float)) or not value > 0):
+        raise ToolDefinitionError(f"a tool's timeout is a number of seconds > 0, got {value!r}")
 
 
 def _schema_for(tp: Any, where: str) -> dict[str, Any]:
@@ -97,6 +131,12 @@ class Tool:
     func: Callable[..., Any] = attrs.field(repr=False)
     ctx_param: str | None = None
     group: str | None = None
+    read_only: bool = False
+    """It changes nothing outside the call (policies such as plan mode allow it)."""
+    concurrency_safe: bool = False
+    """It may run at the same time as other calls of one model step."""
+    timeout: float | None = attrs.field(default=None, validator=_check_timeout)
+    """Seconds before the call is abandoned with an ``error`` result (None: no limit)."""
     is_async: bool = attrs.field(
         init=False, repr=False, eq=False, default=attrs.Factory(_is_async, takes_self=True)
     )
@@ -110,12 +150,21 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         group: str | None = None,
+        read_only: bool | None = None,
+        concurrency_safe: bool | None = None,
+        timeout: float | None = None,
     ) -> Tool:
+        """A tool from a function; explicit traits win over ``@tool``'s, which win over the
+        defaults (not read-only, not concurrency-safe, no timeout)."""
         if isinstance(func, Tool):
             return func
         if not callable(func):
-            raise ToolDefinitionError(f"a tool must be a function, got {type(func).__name__}")
-        name = str(name or getattr(func, "__name__", ""))
+            raise ToolDefinitionError(
+                f"a tool must be a function (or a Tool), got {type(func).__name__}"
+            )
+        marked: dict[str, Any] = getattr(func, _TRAITS_ATTR, None) or {}
+        name = str(name or marked.get("name") or getattr(func, "__name__", ""))
+        description = description if description is not None else marked.get("description")
         if not _NAME.match(name):
             raise ToolDefinitionError(f"tool name {name!r} must match {_NAME.pattern}")
         try:
@@ -143,7 +192,21 @@ class Tool:
             "required": required,
             "additionalProperties": False,
         }
-        return cls(name, desc or name, schema, func, ctx_param, group)
+        return cls(
+            name,
+            desc or name,
+            schema,
+            func,
+            ctx_param,
+            group,
+            read_only=bool(marked.get("read_only", False) if read_only is None else read_only),
+            concurrency_safe=bool(
+                marked.get("concurrency_safe", False)
+                if concurrency_safe is None
+                else concurrency_safe
+            ),
+            timeout=marked.get("timeout") if timeout is None else timeout,
+        )
 
     @property
     def spec(self) -> ToolSpec:
@@ -196,3 +259,17 @@ def to_output(value: Any) -> tuple[OutputBlock, ...]:
 
 def error_result(use: ToolUseBlock, message: str, state: str = "error") -> ToolResultBlock:
     return ToolResultBlock(use.id, use.name, (TextBlock(message),), state)  # type: ignore[arg-type]
+
+
+@attrs.frozen
+class ToolCall:
+    """One tool call as it goes through the middleware chain.
+
+    ``tool`` is None for a name the model made up (the kernel answers with an error result).
+    ``approved`` is True when a person approved this very call: a middleware that asks for
+    confirmation must not ask again (the kernel refuses a second ``confirm`` for it).
+    """
+
+    use: ToolUseBlock
+    tool: Tool | None
+    approved: bool = False

@@ -14,7 +14,6 @@ from hookagent import (
     InMemoryAgentStateStore,
     InvalidIdentifier,
     InvalidMessage,
-    IterationLimitReached,
     ModelError,
     Msg,
     RuntimeContext,
@@ -350,13 +349,17 @@ async def test_tool_problems_are_error_results_the_model_sees() -> None:
     assert_consistent(state)
 
 
-async def test_iteration_cap() -> None:
+async def test_iteration_cap_ends_the_turn_with_a_max_iterations_reply() -> None:
     model = ScriptedModel(default=lambda r: tool_call("lookup", key=1))
     async with make(model=model, max_iterations=3).build() as agent:
-        with pytest.raises(IterationLimitReached, match="3 iterations"):
-            await agent.call("loop forever", RuntimeContext(user_id="u", session_id="s"))
+        reply = await agent.call("loop forever", RuntimeContext(user_id="u", session_id="s"))
         state = await agent.get_agent_state("u", "s")
-    assert len(model.requests) == 3 and [m.text for m in state.context] == ["loop forever"]
+    assert reply.metadata["generate_reason"] == "MAX_ITERATIONS" and "3 iterations" in reply.text
+    assert len(model.requests) == 3
+    # the three steps are kept (their tools ran), each with its result, then the stop reply
+    assert [m.role for m in state.context] == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
+    assert state.context[-1] == reply
+    assert_consistent(state)
 
 
 async def test_save_error_never_masks_the_original_error() -> None:

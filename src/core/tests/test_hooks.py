@@ -13,7 +13,9 @@ from hookagent import (
     AgentState,
     HookContractError,
     InMemoryAgentStateStore,
+    Middleware,
     ModelRequest,
+    ModelResponse,
     Msg,
     RunEvent,
     RuntimeContext,
@@ -263,10 +265,10 @@ async def test_hook_hookagent_wrap_tool_call() -> None:
     class Outer:
         @hookimpl
         def hookagent_wrap_tool_call(self) -> Any:
-            return outer
+            return Middleware(outer, order=-10)  # declared outer, whatever the registration
 
     class Deny:
-        @hookimpl(trylast=True)
+        @hookimpl(tryfirst=True)
         def hookagent_wrap_tool_call(self) -> Any:
             return deny_key_2
 
@@ -278,21 +280,69 @@ async def test_hook_hookagent_wrap_tool_call() -> None:
         def hookagent_on_run_event(self, event: RunEvent) -> None:
             recorder_events.append(event.kind)
 
-    await call(config(Outer(), Deny(), Events(), model=model))
-    assert trail == [
-        "outer-in",
-        "deny-check:1",
-        "outer-out",
-        "outer-in",
-        "deny-check:2",
-        "outer-out",
-    ]
-    results = [m.tool_results[0] for m in model.requests[2].messages if m.tool_results]
-    assert [(r.state, r.text) for r in results] == [
-        ("success", "v1"),
-        ("denied", "denied by policy"),
-    ]
-    assert "tool_denied" in recorder_events
+    for plugins in ((Outer(), Deny(), Events()), (Deny(), Outer(), Events())):
+        trail.clear()
+        recorder_events.clear()
+        model = ScriptedModel([tool_call("lookup", key=1), tool_call("lookup", key=2), "done"])
+        reply = await call(config(*plugins, model=model))
+        assert trail == [
+            "outer-in",
+            "deny-check:1",
+            "outer-out",
+            "outer-in",
+            "deny-check:2",
+            "outer-out",
+        ]
+        # the only call of the second step was denied: the turn stops, the model is not asked
+        assert reply.metadata["generate_reason"] == "ALL_TOOLS_DENIED"
+        assert len(model.requests) == 2
+        assert "tool_denied" in recorder_events
+
+
+async def test_hook_hookagent_wrap_model_call() -> None:
+    """Model middlewares compose by declared order; each sees the request and the response."""
+    trail: list[str] = []
+
+    def named(tag: str) -> Any:
+        async def middleware(request: ModelRequest, ctx: RuntimeContext, call_next: Any) -> Any:
+            trail.append(f"{tag}-in")
+            response = await call_next(request)
+            trail.append(f"{tag}-out")
+            return response
+
+        return middleware
+
+    class Inner:
+        @hookimpl
+        def hookagent_wrap_model_call(self) -> Any:
+            return Middleware(named("inner"), order=5)
+
+    class Outer:
+        @hookimpl
+        def hookagent_wrap_model_call(self) -> Any:
+            return Middleware(named("outer"), order=-5)
+
+    class Cache:
+        """Answers without calling the provider at all."""
+
+        @hookimpl
+        def hookagent_wrap_model_call(self) -> Any:
+            async def cached(request: ModelRequest, ctx: RuntimeContext, call_next: Any) -> Any:
+                if request.messages[-1].text == "cached?":
+                    return ModelResponse(Msg.assistant("from cache"))
+                return await call_next(request)
+
+            return Middleware(cached, order=10)
+
+    model = ScriptedModel(["from the model"])
+    reply = await call(config(Inner(), Outer(), Cache(), model=model))
+    assert reply.text == "from the model"
+    assert trail == ["outer-in", "inner-in", "inner-out", "outer-out"]
+    trail.clear()
+    cfg = config(Cache(), Outer(), model=ScriptedModel([]))
+    async with cfg.build() as agent:
+        reply = await agent.call("cached?", RuntimeContext(user_id="u", session_id="c"))
+    assert reply.text == "from cache" and trail == ["outer-in", "outer-out"]
 
 
 async def test_hook_hookagent_on_run_event() -> None:

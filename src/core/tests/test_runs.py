@@ -366,21 +366,63 @@ async def test_registry_duplicates_listing_and_control_by_run_id() -> None:
 
         tg.start_soon(call)
         await started.wait()
-        info = registry.get("R")
+        info = registry.get("u", "R")
         assert info is not None and (info.agent_id, info.user_id, info.session_id) == (
             "agent",
             "u",
             "s1",
         )
-        assert [i.run_id for i in registry.list()] == ["R"]
+        assert info.turn_id is not None
+        assert [i.run_id for i in registry.list("u")] == ["R"]
+        # another user sees nothing of u's run, and cannot reach it
+        assert registry.get("mallory", "R") is None and registry.list("mallory") == []
+        assert not registry.interrupt("mallory", "R") and not registry.cancel("mallory", "R")
         second = config.build()  # a new instance for a later request: no interrupt signal of R
         assert not second.interrupt("u", "s1")
         with pytest.raises(DuplicateRunId):
             await second.call("y", RuntimeContext(user_id="u", session_id="s2", run_id="R"))
-        assert registry.interrupt("R", "stop via registry")
+        assert registry.interrupt("u", "R", "stop via registry")
         release.set()
     assert out[0].metadata["generate_reason"] == "INTERRUPTED"
-    assert registry.list() == [] and not registry.cancel("R")
+    assert registry.list("u") == [] and not registry.cancel("u", "R")
+
+
+async def test_registry_is_scoped_by_user_and_a_claimed_parent_is_no_child() -> None:
+    """Another user's run_id is no conflict, and claiming parent_run_id == run_id does not
+    make a run a child of someone else's (it would be hit by their interrupt)."""
+    registry = AgentRunRegistry()
+    started = anyio.Event()
+    release = anyio.Event()
+
+    async def hold() -> str:
+        """Hold."""
+        started.set()
+        await release.wait()
+        return "ok"
+
+    model = ScriptedModel(
+        default=lambda r: tool_call("hold") if r.messages[-1].role == "user" else "done"
+    )
+    config = make(model, Recorder(), tools=[hold], run_registry=registry)
+    out: dict[str, Msg] = {}
+    async with anyio.create_task_group() as tg:
+
+        async def alice() -> None:
+            ctx = RuntimeContext(user_id="alice", session_id="a", run_id="R")
+            out["alice"] = await config.build().call("x", ctx)
+
+        tg.start_soon(alice)
+        await started.wait()
+        forged = RuntimeContext(user_id="bob", session_id="b", run_id="R", parent_run_id="R")
+        bob_model = ScriptedModel(["bob's answer"])
+        bob = make(bob_model, Recorder(), tools=[], run_registry=registry).build()
+        out["bob"] = await bob.call("y", forged)  # accepted: bob's run_id space is his own
+        assert registry.get("bob", "R") is None  # finished
+        assert [i.user_id for i in registry.list_all()] == ["alice"]
+        assert not registry.get("alice", "R").is_child  # type: ignore[union-attr]
+        release.set()
+    assert out["bob"].text == "bob's answer"
+    assert out["alice"].metadata["generate_reason"] == "COMPLETED"
 
 
 async def test_every_call_has_exactly_one_start_and_one_end_under_concurrency() -> None:

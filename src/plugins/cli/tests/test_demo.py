@@ -20,7 +20,7 @@ def test_demo_tells_the_interrupted_then_resumed_story(hk, state_home: Path) -> 
     # 2. interrupted mid-tool, consistent state saved
     assert "calling slow_count(n=20)" in out
     assert "agent.interrupt(user, session, 'stop, please')" in out
-    assert "[interrupted by interrupt]" in out
+    assert "[interrupted]" in out
     assert "slow_count → interrupted" in out
     assert "✓ consistent: 2 tool calls, 2 results (1 marked 'interrupted')" in out
     # 3. a new process resumed the same session

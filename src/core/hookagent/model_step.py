@@ -1,0 +1,96 @@
+"""The model step: build the request, run the around-the-model middleware chain, check the answer.
+
+The chain's innermost link calls the provider (streaming when it can, emitting each delta);
+the whole chain runs inside the run's interrupt scope, so an interrupt aborts a retry's
+back-off or a failover just as it aborts the stream itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from .errors import Interrupted, ModelError
+from .messages import Msg
+from .models import ModelDelta, ModelRequest, ModelResponse
+from .state import AgentState
+
+if TYPE_CHECKING:
+    from .execution import Execution
+
+CallNext = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+def model_name(model: Any) -> str:
+    return repr(getattr(model, "name", type(model).__name__))
+
+
+async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
+    """One inference: request shaping hooks, then the middleware chain, then checks."""
+    kernel = ex.kernel
+    model = kernel.model
+    if model is None:
+        raise ModelError("no model is configured (AgentConfig(model=...))")
+    control = ex.run.control
+    control.check()
+    ex.tools, specs = kernel.enabled_tools(state.tool_context.activated_groups)
+    request = ModelRequest(
+        messages=list(state.context), tools=list(specs), system=kernel.config.system_prompt
+    )
+    await kernel.relay.build_model_request(request, ex.ctx)
+    await ex.emit("model_requested", messages=len(request.messages))
+
+    async def call_model(req: ModelRequest) -> ModelResponse:
+        response: Any = None
+        try:
+            stream = getattr(model, "stream", None)
+            if stream is not None:
+                # aclosing: an interrupt mid-stream releases the provider's connection now
+                async with aclosing(stream(req, ex.ctx)) as chunks:
+                    async for item in chunks:
+                        if isinstance(item, ModelDelta):
+                            await ex.emit("model_delta", text=item.text, thinking=item.thinking)
+                            control.check()
+                        else:
+                            response = item
+            else:
+                response = await model.generate(req, ex.ctx)
+        except (ModelError, Interrupted):
+            raise
+        except Exception as exc:
+            raise ModelError(
+                f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        return check_response(model, response)
+
+    chain: CallNext = call_model
+    for middleware in reversed(kernel.model_middlewares):
+        chain = _wrap(middleware, ex.ctx, chain)
+    with control.step():
+        response = check_response(model, await chain(request))
+    await ex.emit(
+        "model_responded",
+        message_id=response.message.id,
+        tool_calls=len(response.message.tool_uses),
+        stop_reason=response.stop_reason,
+    )
+    control.check()  # after the model call: an interrupt now drops this response
+    return response
+
+
+def check_response(model: Any, response: Any) -> ModelResponse:
+    if not isinstance(response, ModelResponse) or not isinstance(response.message, Msg):
+        raise ModelError(
+            f"model {model_name(model)} returned {type(response).__name__}, not a ModelResponse"
+        )
+    if response.message.role != "assistant":
+        raise ModelError(f"model {model_name(model)} answered with role {response.message.role!r}")
+    return response
+
+
+def _wrap(middleware: Any, ctx: Any, call_next: CallNext) -> CallNext:
+    async def wrapped(request: ModelRequest) -> ModelResponse:
+        return await middleware(request, ctx, call_next)  # type: ignore[no-any-return]
+
+    return wrapped

@@ -1,0 +1,173 @@
+"""The kernel's one typed caller of hooks: the only place where hook names are strings.
+
+Every call goes through pluggy, so monitors (``HookRecorder``, ``HOOKAGENT_TRACE_HOOKS``) see
+each of them, run events included. The relay awaits what "may be async" hooks return (pluggy
+does not), checks the results and names hook and plugin in every contract error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import attrs
+import pluggy
+
+from .errors import HookContractError
+
+if TYPE_CHECKING:
+    from .context import RuntimeContext
+    from .events import RunEvent
+    from .models import ModelRequest, ModelResponse
+    from .state import AgentState
+    from .store.base import AgentStateStore
+
+_events_log = logging.getLogger("hookagent.events")
+
+ToolMiddleware: TypeAlias = Callable[..., Awaitable[Any]]
+ModelMiddleware: TypeAlias = Callable[..., Awaitable["ModelResponse"]]
+
+
+@attrs.frozen
+class Middleware:
+    """A middleware with a declared place in its chain: lower ``order`` is outer.
+
+    A middleware hook may return a bare async callable (``order`` 0) or one of these.
+    Ties are broken by plugin name, so the chain never depends on registration order
+    (explicit plugins against entry points, or the order entry points are found in).
+    """
+
+    func: Callable[..., Awaitable[Any]]
+    order: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        if not callable(self.func):
+            raise HookContractError(f"Middleware.func must be callable, got {self.func!r}")
+        if type(self.order) is not int:
+            raise HookContractError(f"Middleware.order must be an int, got {self.order!r}")
+
+
+def _plugin_of(result: Any, impls: Sequence[Any]) -> str | None:
+    code = getattr(result, "cr_code", None)
+    for impl in impls:
+        if code is not None and getattr(impl.function, "__code__", None) is code:
+            return str(impl.plugin_name)
+    return impls[0].plugin_name if len(impls) == 1 else None
+
+
+class HookRelay:
+    """Typed methods for every kernel hook, over one plugin manager."""
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+        self._hook = pm.hook
+        self._observers: tuple[tuple[Any, ...], list[Any]] = ((), [])
+
+    async def _await_none(self, name: str, results: list[Any]) -> None:
+        for result in results:
+            if inspect.isawaitable(result):
+                plugin = _plugin_of(result, getattr(self._hook, name).get_hookimpls())
+                result = await result
+                if result is not None:
+                    raise HookContractError(
+                        f"an implementation of {name} (plugin {plugin!r}) returned "
+                        f"{result!r}, not None",
+                        hook=name,
+                        plugin=plugin,
+                    )
+            elif result is not None:
+                plugin = _plugin_of(result, getattr(self._hook, name).get_hookimpls())
+                raise HookContractError(
+                    f"an implementation of {name} returned {result!r}, not None",
+                    hook=name,
+                    plugin=plugin,
+                )
+
+    # ---- state
+    async def state_loaded(self, state: AgentState, ctx: RuntimeContext) -> None:
+        await self._await_none(
+            "hookagent_state_loaded", self._hook.hookagent_state_loaded(state=state, ctx=ctx)
+        )
+
+    async def before_persist(self, state: AgentState, ctx: RuntimeContext, outcome: str) -> None:
+        results = self._hook.hookagent_before_persist(state=state, ctx=ctx, outcome=outcome)
+        await self._await_none("hookagent_before_persist", results)
+
+    async def after_persist(self, state: AgentState, ctx: RuntimeContext, version: int) -> None:
+        results = self._hook.hookagent_after_persist(state=state, ctx=ctx, version=version)
+        await self._await_none("hookagent_after_persist", results)
+
+    def default_state_store(self, agent_id: str) -> AgentStateStore | None:
+        return self._hook.hookagent_default_state_store(agent_id=agent_id)  # type: ignore[no-any-return]
+
+    # ---- the loop
+    async def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> None:
+        results = self._hook.hookagent_build_model_request(request=request, ctx=ctx)
+        await self._await_none("hookagent_build_model_request", results)
+
+    def tool_middlewares(self) -> list[ToolMiddleware]:
+        return self._middlewares("hookagent_wrap_tool_call")
+
+    def model_middlewares(self) -> list[ModelMiddleware]:
+        return self._middlewares("hookagent_wrap_model_call")
+
+    def _middlewares(self, name: str) -> list[Any]:
+        """One call per implementation (through pluggy), sorted by (order, plugin name)."""
+        hook = getattr(self._hook, name)
+        impls = hook.get_hookimpls()
+        found: list[tuple[int, str, Callable[..., Any]]] = []
+        for impl in impls:
+            others = [i.plugin for i in impls if i is not impl]
+            for value in self.pm.subset_hook_caller(name, remove_plugins=others)():
+                if isinstance(value, Middleware):
+                    found.append((value.order, impl.plugin_name, value.func))
+                elif callable(value):
+                    found.append((0, impl.plugin_name, value))
+                else:
+                    raise HookContractError(
+                        f"{name} of plugin {impl.plugin_name!r} returned {value!r}, not a "
+                        "callable or a Middleware",
+                        hook=name,
+                        plugin=impl.plugin_name,
+                    )
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [func for _, _, func in found]
+
+    # ---- run events
+    async def run_event(self, event: RunEvent) -> None:
+        """Every observer sees the event, in pluggy order; one that fails is logged and
+        never hides the event from the others (pluggy alone would stop at the first)."""
+        hook = self._hook.hookagent_on_run_event
+        impls = tuple(hook.get_hookimpls())
+        if len(impls) <= 1:
+            callers: Sequence[Any] = (hook,)
+        else:
+            if self._observers[0] != impls:  # a plugin was registered or removed since
+                self._observers = (
+                    impls,
+                    [
+                        self.pm.subset_hook_caller(
+                            "hookagent_on_run_event",
+                            remove_plugins=[i.plugin for i in impls if i is not impl],
+                        )
+                        for impl in reversed(impls)
+                    ],
+                )
+            callers = self._observers[1]
+        for caller in callers:
+            try:
+                for result in caller(event=event):
+                    if inspect.isawaitable(result):
+                        await result
+            except Exception:
+                _events_log.exception("a hookagent_on_run_event plugin failed")
+
+    # ---- registration
+    def collect(
+        self, name: str, what: str, make: Callable[[str, dict[str, Any], str], Any] | None = None
+    ) -> dict[str, tuple[Any, str]]:
+        from .registry import Registrar, collect
+
+        return collect(self.pm, name, what, make or Registrar)

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-
 from hookagent import (
     Middleware,
     ModelError,

@@ -11,9 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 import attrs
-from hookagent import RuntimeContext, TextBlock, ToolCall, ToolResultBlock
+from hookagent import PendingInteraction, RuntimeContext, TextBlock, ToolCall, ToolResultBlock
 
-CallNext = Callable[[ToolCall], Awaitable[ToolResultBlock]]
+CallNext = Callable[[ToolCall], Awaitable[ToolResultBlock | PendingInteraction]]
 
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 """Tool output text longer than this is cut before the model sees it."""
@@ -51,9 +51,11 @@ class AuditMiddleware:
 
     async def __call__(
         self, call: ToolCall, ctx: RuntimeContext, call_next: CallNext
-    ) -> ToolResultBlock:
+    ) -> ToolResultBlock | PendingInteraction:
         started = time.perf_counter()
         result = await call_next(call)  # the rest of the chain, then the tool itself
+        if isinstance(result, PendingInteraction):
+            return result  # the turn suspends: nothing ran yet, nothing to audit
         result, cut = self.cap(result)
         log = ctx.get(AuditLog)
         if log is None:

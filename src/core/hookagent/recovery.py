@@ -49,7 +49,7 @@ def close_open_tool_uses(state: AgentState, start: int) -> None:
 def step_message(state: AgentState) -> Msg | None:
     """The assistant message a suspended turn waits on, if it is still the history's tail."""
     turn = state.turn_context
-    if not turn.suspended or not state.context:
+    if turn.step_id is None or not state.context:
         return None
     last = state.context[-1]
     return last if last.id == turn.step_id and last.role == "assistant" else None
@@ -69,7 +69,7 @@ def finish_step(
         ordered = [results.get(u.id) or error_result(u, why, fill) for u in step.tool_uses]
         state.context.append(Msg("tool", ordered))
     state.turn_context = TurnContext()
-    if step is None and turn.suspended:  # the tail moved (an edit): close what is open
+    if step is None and turn.step_id is not None:  # the tail moved (an edit): close it
         close_open_tool_uses(state, 0)
 
 

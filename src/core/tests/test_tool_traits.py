@@ -149,10 +149,15 @@ async def test_not_every_tool_safe_means_one_after_another_unless_configured() -
         gate = {n: anyio.Event() for n in "abc"}
         tools = slow_tools(log, gate)
 
-        async def unsafe(n: int) -> str:
-            """Not concurrency-safe."""
-            log.append("unsafe")
-            return "u"
+        def make_unsafe(log: list[str]) -> Any:
+            async def unsafe(n: int) -> str:
+                """Not concurrency-safe."""
+                log.append("unsafe")
+                return "u"
+
+            return unsafe
+
+        unsafe = make_unsafe(log)
 
         model = ScriptedModel([step(tool_call("a", n=1), tool_call("unsafe", n=2))], default=echo)
         cfg = AgentConfig(

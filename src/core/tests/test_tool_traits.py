@@ -157,12 +157,12 @@ async def test_not_every_tool_safe_means_one_after_another_unless_configured() -
 
             return unsafe
 
-        unsafe = make_unsafe(log)
+        unsafe_tool = make_unsafe(log)
 
         model = ScriptedModel([step(tool_call("a", n=1), tool_call("unsafe", n=2))], default=echo)
         cfg = AgentConfig(
             model=model,
-            tools=[*tools, unsafe],
+            tools=[*tools, unsafe_tool],
             parallel_tool_calls=setting,
             autoload_plugins=False,
             state_store=InMemoryAgentStateStore(),

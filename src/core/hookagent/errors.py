@@ -150,6 +150,15 @@ class ToolArgumentError(ValueError):
     """The model's arguments do not fit the tool's schema (shown to the model, not raised)."""
 
 
+class ToolSuspended(Exception):
+    """Raised by a tool that waits for an outside result; the kernel turns it into a
+    pending ``external_result`` interaction (answered later with ``ExternalResult``)."""
+
+    def __init__(self, prompt: str = "", data: dict[str, object] | None = None) -> None:
+        super().__init__(prompt)
+        self.prompt, self.data = prompt, dict(data or {})
+
+
 class AnswerError(AgentError, ValueError):
     """An answer to a suspended turn that cannot be applied; nothing was changed."""
 

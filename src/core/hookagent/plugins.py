@@ -17,6 +17,7 @@ import functools
 import importlib.metadata as md
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ import attrs
 import pluggy
 
 from . import hookspecs
-from .errors import PluginLoadError
+from .errors import PluginLoadError, PluginValidationError
 
 ENTRY_POINT_GROUP = "hookagent"
 log = logging.getLogger("hookagent.plugins")
@@ -62,6 +63,23 @@ class HookagentPluginManager(pluggy.PluginManager):
         self.plugin_infos: list[PluginInfo] = []
         # historic: every plugin registered from now on may add its own hook specs
         self.hook.hookagent_add_hookspecs.call_historic(kwargs={"pluginmanager": self})
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        try:
+            return super().register(plugin, name)
+        except PluginValidationError:
+            raise
+        except pluggy.PluginValidationError as exc:
+            raise _ours(exc) from exc
+
+    def check_pending(self) -> None:
+        """A ``hookagent_*`` implementation that no specification knows is an error."""
+        try:
+            super().check_pending()
+        except PluginValidationError:
+            raise
+        except pluggy.PluginValidationError as exc:
+            raise _ours(exc) from exc
 
     @property
     def failed(self) -> list[PluginInfo]:
@@ -104,6 +122,11 @@ class HookagentPluginManager(pluggy.PluginManager):
             trace_log.info("hook %s returned %r", hook_name, outcome.get_result())
 
         self.add_hookcall_monitoring(before, after)
+
+
+def _ours(exc: pluggy.PluginValidationError) -> PluginValidationError:
+    found = re.search(r"'(hookagent_\w+)'", str(exc))
+    return PluginValidationError(exc.plugin, str(exc), hook=found.group(1) if found else None)
 
 
 def create_plugin_manager(

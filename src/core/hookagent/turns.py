@@ -14,9 +14,22 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .errors import AnswerError, DuplicateAnswer, UnknownInteraction
+from .errors import AnswerError, DuplicateAnswer, ToolSuspended, UnknownInteraction
 from .messages import ImageBlock, OutputBlock, TextBlock, ToolResultBlock
 from .state import PendingInteraction, TurnContext
+
+__all__ = [
+    "Answer",
+    "Approve",
+    "ExternalResult",
+    "GenerateReason",
+    "Reject",
+    "SuspendKind",
+    "ToolSuspended",
+    "ask",
+    "await_external",
+    "match_answers",
+]
 
 GENERATE_REASON = "generate_reason"
 """The reply's metadata key that holds its ``GenerateReason``."""
@@ -41,15 +54,6 @@ class SuspendKind(enum.StrEnum):
 
     PERMISSION_ASKING = "PERMISSION_ASKING"
     TOOL_SUSPENDED = "TOOL_SUSPENDED"
-
-
-class ToolSuspended(Exception):
-    """Raised by a tool that waits for an outside result; the kernel turns it into a
-    pending ``external_result`` interaction (the tool's call is answered later)."""
-
-    def __init__(self, prompt: str = "", data: Mapping[str, Any] | None = None) -> None:
-        super().__init__(prompt)
-        self.prompt, self.data = prompt, dict(data or {})
 
 
 def ask(call: Any, prompt: str, data: Mapping[str, Any] | None = None) -> PendingInteraction:

@@ -138,3 +138,31 @@ def test_wrong_hookimpl_argument_is_refused() -> None:
 
     with pytest.raises(pluggy.PluginValidationError, match="registr"):
         create_plugin_manager([Wrong()], autoload=False)
+
+
+def test_a_misspelled_hook_is_our_plugin_validation_error_naming_plugin_and_hook() -> None:
+    import pluggy
+    from hookagent import AgentConfig, InMemoryAgentStateStore, PluginValidationError, hookimpl
+
+    class Misspelled:
+        @hookimpl
+        def hookagent_on_run_evnt(self, event: object) -> None: ...
+
+    class WrongArgument:
+        @hookimpl
+        def hookagent_on_run_event(self, evnt: object) -> None: ...
+
+    for plugin, hook in (
+        (Misspelled(), "hookagent_on_run_evnt"),
+        (WrongArgument(), "hookagent_on_run_event"),
+    ):
+        config = AgentConfig(
+            plugins=[plugin], autoload_plugins=False, state_store=InMemoryAgentStateStore()
+        )
+        try:
+            config.build()
+        except PluginValidationError as exc:
+            assert exc.hook == hook and exc.plugin is plugin
+            assert isinstance(exc, pluggy.PluginValidationError)  # old handlers still work
+        else:
+            raise AssertionError("a misspelled hook was accepted")

@@ -73,3 +73,26 @@ def test_hooks_column_matches_the_implementations() -> None:
         assert implemented == listed, (
             f"{name}: implements {sorted(implemented)}, table says {sorted(listed)}"
         )
+
+
+def test_ordering_column_matches_the_declared_middleware_order() -> None:
+    """Middleware order is declared (``Middleware(order=N)``), listed here, and checked."""
+    from hookagent.plugins import HookagentPluginManager
+    from hookagent.relay import HookRelay
+
+    rows = {}
+    for line in (ROOT / "entry_points.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] == "hookagent":
+            rows[cells[1]] = (cells[3], cells[5])
+    for name, (obj, ordering) in rows.items():
+        pm = HookagentPluginManager()
+        pm.register(importlib.import_module(obj), name=name)
+        relay = HookRelay(pm)
+        parts = []
+        for hook, label in (
+            ("hookagent_wrap_tool_call", "tool"),
+            ("hookagent_wrap_model_call", "model"),
+        ):
+            parts += [f"{label} order {order}" for order, _, _ in relay.middleware_chain(hook)]
+        assert ordering == (", ".join(parts) or "any"), f"{name}: ordering column says {ordering!r}"

@@ -108,13 +108,14 @@ class HookRelay:
         await self._await_none("hookagent_build_model_request", results)
 
     def tool_middlewares(self) -> list[ToolMiddleware]:
-        return self._middlewares("hookagent_wrap_tool_call")
+        return [func for _, _, func in self.middleware_chain("hookagent_wrap_tool_call")]
 
     def model_middlewares(self) -> list[ModelMiddleware]:
-        return self._middlewares("hookagent_wrap_model_call")
+        return [func for _, _, func in self.middleware_chain("hookagent_wrap_model_call")]
 
-    def _middlewares(self, name: str) -> list[Any]:
-        """One call per implementation (through pluggy), sorted by (order, plugin name)."""
+    def middleware_chain(self, name: str) -> list[tuple[int, str, Callable[..., Any]]]:
+        """(order, plugin name, middleware), outermost first: one call per implementation
+        (through pluggy), sorted by (order, plugin name)."""
         hook = getattr(self._hook, name)
         impls = hook.get_hookimpls()
         found: list[tuple[int, str, Callable[..., Any]]] = []
@@ -133,7 +134,7 @@ class HookRelay:
                         plugin=impl.plugin_name,
                     )
         found.sort(key=lambda item: (item[0], item[1]))
-        return [func for _, _, func in found]
+        return found
 
     # ---- run events
     async def run_event(self, event: RunEvent) -> None:

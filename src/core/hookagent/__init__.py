@@ -71,6 +71,7 @@ from .store import (
     SessionPage,
     Versioned,
 )
+from .store.open import open_store, open_store_sync
 from .tools import Tool
 
 __all__ = [
@@ -153,5 +154,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "new_run_id",
+    "open_store",
+    "open_store_sync",
     "resolve_agent_state",
 ]

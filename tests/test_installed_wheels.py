@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTIONS = (ROOT / "src" / "core", ROOT / "src" / "plugins" / "model-demo")
-PAGES = ("quickstart.md", "runs.md", "state.md")
+PAGES = ("quickstart.md", "runs.md", "state.md", "models/writing-a-model-provider.md")
 
 
 def blocks(page: str) -> list[str]:

@@ -83,6 +83,7 @@ from .store import (
     SessionPage,
     Versioned,
 )
+from .store.open import open_store, open_store_sync
 from .tools import Tool, ToolCall, tool
 from .turns import (
     Answer,
@@ -199,6 +200,8 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "new_run_id",
+    "open_store",
+    "open_store_sync",
     "resolve_agent_state",
     "tool",
 ]

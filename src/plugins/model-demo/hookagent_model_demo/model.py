@@ -21,16 +21,19 @@ class DemoModel:
     """A deterministic, rule-based stand-in for an LLM (see ``rules.py``); never a real model.
 
     ``delay`` is the pause before each streamed chunk (seconds), so that a demo can show
-    streaming and interrupt a reply while it is being written.
+    streaming and interrupt a reply while it is being written; ``stream=False`` answers in
+    one piece (one delta, no pause), like the openai provider's option of that name.
     """
 
     name = "demo"
 
-    def __init__(self, delay: float = 0.02, chunk_words: int = 2, **unknown: Any) -> None:
+    def __init__(
+        self, delay: float = 0.02, chunk_words: int = 2, stream: bool = True, **unknown: Any
+    ) -> None:
         if unknown:
             raise ModelError(
                 f"model 'demo' got unknown option(s) {', '.join(sorted(unknown))}; "
-                "known: delay, chunk_words"
+                "known: delay, chunk_words, stream"
             )
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 5:
             raise ModelError(
@@ -38,8 +41,11 @@ class DemoModel:
             )
         if isinstance(chunk_words, bool) or not isinstance(chunk_words, int) or chunk_words < 1:
             raise ModelError(f"model 'demo': chunk_words must be an int >= 1, got {chunk_words!r}")
+        if not isinstance(stream, bool):
+            raise ModelError(f"model 'demo': stream must be True or False, got {stream!r}")
         self.delay = float(delay)
         self.chunk_words = chunk_words
+        self.streams = stream
 
     def _respond(self, request: ModelRequest) -> ModelResponse:
         plan = decide(request.messages, [t.name for t in request.tools])
@@ -60,6 +66,11 @@ class DemoModel:
         self, request: ModelRequest, ctx: RuntimeContext
     ) -> AsyncIterator[ModelDelta | ModelResponse]:
         response = self._respond(request)
+        if not self.streams:  # stream=False: the whole answer at once, as the openai provider
+            if response.message.text:
+                yield ModelDelta(text=response.message.text)
+            yield response
+            return
         words = _WORDS.findall(response.message.text)
         for i in range(0, len(words), self.chunk_words):
             if self.delay:

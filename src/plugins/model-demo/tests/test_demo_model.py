@@ -12,7 +12,7 @@ from hookagent import (
     create_plugin_manager,
 )
 from hookagent.messages import Msg
-from hookagent.models import ModelDelta, ModelRequest, ModelResponse
+from hookagent.models import ModelDelta, ModelRequest, ModelResponse, ToolSpec
 from hookagent_model_demo import DEMO_TOOLS, DemoModel, get_weather, slow_count
 from hookagent_model_demo import plugin as demo_plugin
 
@@ -160,3 +160,22 @@ def test_tool_spec_names_drive_the_choice() -> None:
     assert (plan.tool, plan.arguments) == ("get_weather", {"city": "Paris"})
     assert decide([Msg.user("I like Tokyo")], tools).arguments == {"city": "Tokyo"}
     assert decide([Msg.user("hello")], tools).tool is None
+
+
+@pytest.mark.anyio
+async def test_stream_off_answers_in_one_piece() -> None:
+    weather = ToolSpec("get_weather", "Current weather", {"type": "object"})
+    request = ModelRequest([Msg.user("What is the weather in Paris?")], tools=[weather])
+    streamed = [i async for i in DemoModel(delay=0, chunk_words=1).stream(request, ctx())]
+    whole = [i async for i in DemoModel(delay=0.5, stream=False).stream(request, ctx())]
+    assert len(streamed) > 2  # word by word
+    assert [type(i) for i in whole] == [ModelDelta, ModelResponse]
+    assert isinstance(whole[1], ModelResponse) and isinstance(streamed[-1], ModelResponse)
+    assert whole[0] == ModelDelta(text=whole[1].message.text)
+    assert whole[1].message.tool_uses[0].name == streamed[-1].message.tool_uses[0].name
+
+
+@pytest.mark.parametrize("value", ["false", 0, None])
+def test_stream_must_be_a_bool(value: object) -> None:
+    with pytest.raises(ModelError, match="stream must be True or False"):
+        DemoModel(stream=value)  # type: ignore[arg-type]

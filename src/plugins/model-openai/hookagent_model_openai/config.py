@@ -68,6 +68,25 @@ def check_params(params: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def stream_setting(value: bool | None) -> bool:
+    """The ``stream`` option (a bool), else ``HOOKAGENT_OPENAI_STREAM``, else True."""
+    if value is None:
+        raw = _env("HOOKAGENT_OPENAI_STREAM")
+        if raw is None:
+            return True
+        if raw.lower() not in (*_TRUE, *_FALSE):
+            raise ModelConfigurationError(
+                f"HOOKAGENT_OPENAI_STREAM={raw!r} must be one of {', '.join(_TRUE + _FALSE)}"
+            )
+        return raw.lower() in _TRUE
+    if not isinstance(value, bool):
+        raise ModelConfigurationError(f"option stream={value!r} must be True or False")
+    return value
+
+
 @attrs.frozen
 class OpenAISettings:
     """Everything the provider needs; build it with ``from_options``."""
@@ -80,6 +99,8 @@ class OpenAISettings:
     backoff_base: float = 0.5
     backoff_max: float = 8.0
     max_retry_after: float = 60.0
+    stream: bool = True
+    """False: every answer is one whole (non-streamed) completion; see ``stream_setting``."""
     stream_usage: bool = True
     organization: str | None = None
     project: str | None = None
@@ -99,6 +120,7 @@ class OpenAISettings:
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         max_retry_after: float = 60.0,
+        stream: bool | None = None,
         stream_usage: bool = True,
         organization: str | None = None,
         project: str | None = None,
@@ -141,6 +163,7 @@ class OpenAISettings:
             backoff_base=_number("backoff_base", backoff_base, minimum=0),
             backoff_max=_number("backoff_max", backoff_max, minimum=0),
             max_retry_after=_number("max_retry_after", max_retry_after, minimum=0),
+            stream=stream_setting(stream),
             stream_usage=bool(stream_usage),
             organization=organization or _env("OPENAI_ORG_ID"),
             project=project or _env("OPENAI_PROJECT_ID"),

@@ -1,5 +1,8 @@
 """The OpenAI-compatible chat-completions provider: ``generate``, ``stream`` and ``aclose``.
 
+``stream`` is always offered; with the ``stream=False`` option it delegates to ``generate``
+(one whole completion per answer), so the kernel's event stream keeps its shape.
+
 The official ``openai`` client does the HTTP (base URL, auth, timeouts, SSE decoding) with its
 own retries turned off: this module retries on 408/429/5xx, connection errors and timeouts with
 exponential backoff and jitter, honouring ``Retry-After``, so the policy is one place and
@@ -190,8 +193,19 @@ class OpenAIChatModel:
     async def stream(
         self, request: ModelRequest, ctx: RuntimeContext | None = None
     ) -> AsyncIterator[ModelDelta | ModelResponse]:
-        """Deltas as they arrive, then exactly one ``ModelResponse``."""
+        """Deltas as they arrive, then exactly one ``ModelResponse``.
+
+        With ``stream=False`` the request is not streamed: ``generate`` answers and its text is
+        yielded as one delta, as for a server that ignores ``"stream": true``.
+        """
         self._check_open()
+        if not self.settings.stream:
+            response = await self.generate(request, ctx)
+            delta = whole_delta(response)
+            if delta is not None:
+                yield delta
+            yield response
+            return
         body = self._body(request, stream=True)
         retry = 0
         while True:

@@ -213,6 +213,23 @@ def tool_call_stream(
     return stream_reply(events, **kw)
 
 
+def tool_calls_unless_streamed(
+    *calls: dict[str, Any], streamed_text: str = "I would call a tool."
+) -> Callable[[RecordedRequest], Reply]:
+    """A server whose streaming path drops tool calls (LiteLLM's mock models do this).
+
+    A whole (non-streamed) request gets ``calls``; a streamed one gets ``streamed_text`` and
+    no tool call, so only a client that does not stream sees the calls.
+    """
+
+    def answer(request: RecordedRequest) -> Reply:
+        if isinstance(request.body, dict) and request.body.get("stream"):
+            return text_stream([streamed_text])
+        return tool_calls_reply(*calls)
+
+    return answer
+
+
 def hang(seconds: float = 30.0) -> Reply:
     """Answer nothing for ``seconds`` (released early when the server stops)."""
     return Reply(delay=seconds, body=json.dumps(completion("too late")).encode())

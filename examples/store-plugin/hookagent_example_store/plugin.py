@@ -9,7 +9,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from hookagent import StoreConfigurationError, hookimpl
+from hookagent import StoreConfigurationError, StoreRegister, hookimpl
 
 from .store import ExampleSQLiteStore
 
@@ -48,5 +48,5 @@ def open_store(url: str, **options: Any) -> ExampleSQLiteStore:
 
 
 @hookimpl
-def hookagent_register_state_stores(register: Any) -> None:
+def hookagent_register_state_stores(register: StoreRegister) -> None:
     register(SCHEME, open_store)

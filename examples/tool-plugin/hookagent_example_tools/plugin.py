@@ -8,9 +8,7 @@ the tool names would clash, which hookagent reports as ``ToolDefinitionError``).
 
 from __future__ import annotations
 
-from typing import Any
-
-from hookagent import hookimpl
+from hookagent import ToolRegister, hookimpl
 
 from .audit import DEFAULT_MAX_OUTPUT_CHARS, AuditMiddleware
 from .calculator import calculator
@@ -19,7 +17,7 @@ from .text import word_count
 from .units import convert_units
 
 
-def register_tools(register: Any) -> None:
+def register_tools(register: ToolRegister) -> None:
     """One ``register(func, *, name=None, description=None, group=None)`` call per tool."""
     register(calculator, group="math")
     register(convert_units, group="math")
@@ -28,7 +26,7 @@ def register_tools(register: Any) -> None:
 
 
 @hookimpl
-def hookagent_register_tools(register: Any) -> None:
+def hookagent_register_tools(register: ToolRegister) -> None:
     register_tools(register)
 
 
@@ -44,7 +42,7 @@ class ExampleTools:
         self.middleware = AuditMiddleware(max_output_chars=max_output_chars)
 
     @hookimpl
-    def hookagent_register_tools(self, register: Any) -> None:
+    def hookagent_register_tools(self, register: ToolRegister) -> None:
         register_tools(register)
 
     @hookimpl

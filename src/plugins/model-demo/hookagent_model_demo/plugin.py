@@ -7,13 +7,12 @@ application that installs this distribution; the demo passes ``DEMO_TOOLS`` expl
 
 from __future__ import annotations
 
-from typing import Any
-
 from hookagent.hookspecs import hookimpl
+from hookagent.registry import ModelRegister
 
 from .model import DemoModel
 
 
 @hookimpl
-def hookagent_register_models(register: Any) -> None:
+def hookagent_register_models(register: ModelRegister) -> None:
     register("demo", DemoModel)

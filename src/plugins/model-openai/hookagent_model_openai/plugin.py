@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hookagent.hookspecs import hookimpl
+from hookagent.registry import ModelRegister
 
 if TYPE_CHECKING:
     from .provider import OpenAIChatModel
@@ -20,5 +21,5 @@ def create_model(**options: Any) -> OpenAIChatModel:
 
 
 @hookimpl
-def hookagent_register_models(register: Any) -> None:
+def hookagent_register_models(register: ModelRegister) -> None:
     register(MODEL_NAME, create_model)

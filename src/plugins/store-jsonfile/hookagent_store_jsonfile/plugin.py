@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookagent.hookspecs import hookimpl
+from hookagent.registry import StoreRegister
 
 from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, default_root, open_store
 from .local import LocalJsonFileStore
@@ -15,7 +16,7 @@ def _factory(url: str, **options: Any) -> Any:
 
 
 @hookimpl
-def hookagent_register_state_stores(register: Any) -> None:
+def hookagent_register_state_stores(register: StoreRegister) -> None:
     for scheme in (*LOCAL_SCHEMES, *FSSPEC_SCHEMES):
         register(scheme, _factory)
 

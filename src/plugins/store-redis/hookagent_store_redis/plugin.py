@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hookagent.hookspecs import hookimpl
+from hookagent.registry import StoreRegister
 
 from .urls import SCHEMES, factory
 
 
 @hookimpl
-def hookagent_register_state_stores(register: Any) -> None:
+def hookagent_register_state_stores(register: StoreRegister) -> None:
     for scheme in SCHEMES:
         register(scheme, factory)

@@ -6,6 +6,7 @@ from collections.abc import Generator
 from typing import Any
 
 from hookagent.hookspecs import hookimpl
+from hookagent.registry import StoreRegister
 
 from .config import SCHEMES
 from .store import SQLAgentStateStore
@@ -38,6 +39,6 @@ def open_store(url: str, **options: Any) -> Opening:
 
 
 @hookimpl
-def hookagent_register_state_stores(register: Any) -> None:
+def hookagent_register_state_stores(register: StoreRegister) -> None:
     for scheme in SCHEMES:
         register(scheme, open_store)

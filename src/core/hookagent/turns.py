@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from .errors import AnswerError, DuplicateAnswer, ToolSuspended, UnknownInteraction
-from .messages import ImageBlock, OutputBlock, TextBlock, ToolResultBlock
+from .messages import DataBlock, ImageBlock, OutputBlock, TextBlock, ToolResultBlock
 from .state import PendingInteraction, TurnContext
 
 __all__ = [
@@ -106,7 +106,7 @@ class ExternalResult:
     def result(self, tool: str) -> ToolResultBlock:
         out = self.output
         blocks = (TextBlock(out),) if isinstance(out, str) else tuple(out)
-        if not all(isinstance(b, (TextBlock, ImageBlock)) for b in blocks):
+        if not all(isinstance(b, (TextBlock, ImageBlock, DataBlock)) for b in blocks):
             raise AnswerError(f"ExternalResult {self.tool_use_id!r}: output holds non-blocks")
         return ToolResultBlock(self.tool_use_id, tool, blocks, self.state)
 

@@ -242,9 +242,14 @@ class Execution:
             message = (await ask_model(self, state)).message
             uses = message.tool_uses
             if not uses:
-                reply = attrs.evolve(
-                    message,
-                    metadata={**message.metadata, GENERATE_REASON: GenerateReason.COMPLETED.value},
+                metadata = {**message.metadata, GENERATE_REASON: GenerateReason.COMPLETED.value}
+                reply = Msg(
+                    message.role,
+                    message.content,
+                    message.name,
+                    message.id,
+                    metadata,
+                    message.timestamp,
                 )
                 state.context.append(reply)
                 return reply

@@ -61,16 +61,37 @@ class HookagentPluginManager(pluggy.PluginManager):
         super().__init__(hookspecs.PROJECT)
         self.add_hookspecs(hookspecs)
         self.plugin_infos: list[PluginInfo] = []
+        self.monitors = 0
+        """How many hook-call monitors are active (``HookRecorder``, tracing)."""
+        self.generation = 0
+        """Bumped on every register/unregister, so callers may cache implementation lists."""
         # historic: every plugin registered from now on may add its own hook specs
         self.hook.hookagent_add_hookspecs.call_historic(kwargs={"pluginmanager": self})
 
+    def add_hookcall_monitoring(self, before: Any, after: Any) -> Any:
+        """pluggy's monitoring; also tells the kernel that hook calls are being watched, so
+        that a hook with no implementations is still called for the monitor to see."""
+        self.monitors += 1
+        undo = super().add_hookcall_monitoring(before, after)
+
+        def undo_and_count() -> None:
+            undo()
+            self.monitors -= 1
+
+        return undo_and_count
+
     def register(self, plugin: object, name: str | None = None) -> str | None:
+        self.generation += 1
         try:
             return super().register(plugin, name)
         except PluginValidationError:
             raise
         except pluggy.PluginValidationError as exc:
             raise _ours(exc) from exc
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
+        self.generation += 1
+        return super().unregister(plugin, name)
 
     def check_pending(self) -> None:
         """A ``hookagent_*`` implementation that no specification knows is an error."""

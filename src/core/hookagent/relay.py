@@ -63,7 +63,7 @@ class HookRelay:
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self._hook = pm.hook
-        self._observers: tuple[tuple[Any, ...], list[Any]] = ((), [])
+        self._observers: tuple[Any, list[Any]] = (None, [])
 
     async def _await_none(self, name: str, results: list[Any]) -> None:
         for result in results:
@@ -140,30 +140,39 @@ class HookRelay:
     async def run_event(self, event: RunEvent) -> None:
         """Every observer sees the event, in pluggy order; one that fails is logged and
         never hides the event from the others (pluggy alone would stop at the first)."""
-        hook = self._hook.hookagent_on_run_event
-        impls = tuple(hook.get_hookimpls())
-        if len(impls) <= 1:
-            callers: Sequence[Any] = (hook,)
-        else:
-            if self._observers[0] != impls:  # a plugin was registered or removed since
-                self._observers = (
-                    impls,
-                    [
-                        self.pm.subset_hook_caller(
-                            "hookagent_on_run_event",
-                            remove_plugins=[i.plugin for i in impls if i is not impl],
-                        )
-                        for impl in reversed(impls)
-                    ],
-                )
-            callers = self._observers[1]
-        for caller in callers:
+        for caller in self._event_callers():
             try:
                 for result in caller(event=event):
                     if inspect.isawaitable(result):
                         await result
             except Exception:
                 _events_log.exception("a hookagent_on_run_event plugin failed")
+
+    def _event_callers(self) -> Sequence[Any]:
+        """One pluggy caller per observer (the hook itself when there is at most one),
+        none when nobody would see the call; cached until a plugin is (un)registered."""
+        generation = getattr(self.pm, "generation", None)
+        monitored = getattr(self.pm, "monitors", 1) > 0
+        key = (generation, monitored)
+        if generation is not None and self._observers[0] == key:
+            return self._observers[1]
+        hook = self._hook.hookagent_on_run_event
+        impls = hook.get_hookimpls()
+        callers: list[Any]
+        if not impls and not monitored:
+            callers = []  # skip pluggy's dispatch: about ten events per agent call
+        elif len(impls) <= 1:
+            callers = [hook]
+        else:
+            callers = [
+                self.pm.subset_hook_caller(
+                    "hookagent_on_run_event",
+                    remove_plugins=[i.plugin for i in impls if i is not impl],
+                )
+                for impl in reversed(impls)
+            ]
+        self._observers = (key, callers)
+        return callers
 
     # ---- registration
     def collect(

@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from operator import itemgetter
 from typing import Any, TypeVar, cast
 
-from hookagent.codec import decode_head, decode_msgs
 from hookagent.errors import (
     CorruptState,
     HookagentError,
     StoreConfigurationError,
     StoreUnavailable,
+    UnsupportedSchemaVersion,
     VersionConflict,
 )
 from hookagent.messages import Msg
@@ -41,11 +41,13 @@ from hookagent.store.ids import (
     check_id,
     check_page_limit,
     check_slot,
+    check_state_slot,
+    slot_name,
 )
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import sqlite_cold
+from . import sqlite_cold, verify
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .direct import direct_save
@@ -286,6 +288,14 @@ class SQLAgentStateStore:
     ) -> Versioned:
         check_slot(user_id, session_id, key)
         slot = (user_id, session_id, key)
+        try:
+            return await self._load(slot)
+        except HookagentError as exc:
+            _naming(exc, slot)
+            raise
+
+    async def _load(self, slot: tuple[str, str, str]) -> Versioned:
+        user_id, session_id, key = slot
         h = slot_hash(session_id, key)
         await self._ready()
         cached = self._cache.get(slot)
@@ -295,9 +305,12 @@ class SQLAgentStateStore:
                 if got[0] is None:
                     self._cache.drop(slot)
                     return Versioned(None, 0)
-                (version, generation, _, head), messages = got
-                self._cache.put(slot, CachedSlot(version, generation, messages))
-                return Versioned(decode_head(head, messages), version)
+                (version, generation, count, head), messages = got
+                verify.check_counters(version, generation, count, slot)
+                if len(messages) == count:  # else a chunk stopped short: the row read reports
+                    state = verify.decode_slot(head, messages, slot)
+                    self._cache.put(slot, CachedSlot(version, generation, messages, head))
+                    return Versioned(state, version)
         for _ in range(2):
             start = len(cached.messages) if cached is not None else 0
             rows = await self._read_rows(user_id, h, start)
@@ -307,15 +320,17 @@ class SQLAgentStateStore:
                 self._cache.drop(slot)
                 return Versioned(None, 0)
             _, version, generation, count, head = rows[0]
+            self._cache.drop(slot)  # cached again below, only once all of it checked out
+            verify.check_counters(version, generation, count, slot)
             if cached is not None and (generation != cached.generation or start > count):
                 cached = None  # rewritten (or recreated) since: read the whole history
-                self._cache.drop(slot)
                 continue
             base: tuple[Msg, ...] = cached.messages if cached is not None else ()
-            messages = base + self._decode_tail(rows, start, count, slot)
-            self._cache.put(slot, CachedSlot(version, generation, messages))
-            return Versioned(decode_head(head, messages), version)
-        raise CorruptState(f"slot {slot!r} changed shape while being read twice")
+            messages = base + tuple(verify.decode_tail(rows, start, count, slot))
+            state = verify.decode_slot(head, messages, slot)
+            self._cache.put(slot, CachedSlot(version, generation, messages, head))
+            return Versioned(state, version)
+        raise CorruptState(f"{slot_name(*slot)} changed shape while being read twice")
 
     async def _load_cold(self, direct: SqliteDirect, user_id: str, h: str) -> Any:
         """SQLite's overlapped cold load: (head, messages), (None, ()) if there is no slot,
@@ -338,25 +353,10 @@ class SQLAgentStateStore:
 
     @staticmethod
     def _decode_tail(
-        rows: Sequence[Any], start: int, count: int, slot: tuple[str, ...]
+        rows: Sequence[Any], start: int, count: int, slot: tuple[str, str, str]
     ) -> tuple[Msg, ...]:
-        """Decode the message rows (``rows[1:]``; ``rows[0]`` is the head).
-
-        They normally come in ``seq`` order, exactly ``start .. count-1``; otherwise they are
-        sorted, rows past ``count`` ignored, and a gap is ``CorruptState``.
-        """
-        if len(rows) == 1 and start == count:
-            return ()
-        tail = rows[1:]
-        want = list(range(start, count))
-        if [r[0] for r in tail] != want:
-            tail = sorted((r for r in tail if r[0] < count), key=itemgetter(0))
-            if [r[0] for r in tail] != want:
-                raise CorruptState(
-                    f"slot user_id={slot[0]!r} session_id={slot[1]!r} key={slot[2]!r} says "
-                    f"{count} messages but rows {start}..{count - 1} are not all present"
-                )
-        return tuple(decode_msgs([r[4] for r in tail]))
+        """``verify.decode_tail`` (kept for the tests that call it)."""
+        return tuple(verify.decode_tail(rows, start, count, slot))
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
@@ -401,7 +401,22 @@ class SQLAgentStateStore:
         check_fence(fence)
         if fence is not None:
             check_id(fence.owner, "fence owner", allow_empty=True)
+        check_state_slot(state, user_id, session_id, key)
         slot = (user_id, session_id, key)
+        try:
+            return await self._save(slot, state, expected_version, fence)
+        except HookagentError as exc:
+            _naming(exc, slot)
+            raise
+
+    async def _save(
+        self,
+        slot: tuple[str, str, str],
+        state: AgentState,
+        expected_version: ExpectedVersion,
+        fence: Fence | None,
+    ) -> int:
+        user_id, session_id, key = slot
         plan = SavePlan(
             user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
         )
@@ -413,12 +428,15 @@ class SQLAgentStateStore:
             if done is None:
                 done = await self._write("save", lambda conn: plan.run(conn, q))
             version, generation = done
+        except (CorruptState, UnsupportedSchemaVersion):
+            self._cache.drop(slot)  # the stored slot was refused: check all of it next time
+            raise
         except (VersionConflict, ValueError):
             raise
         except BaseException:
             self._cache.drop(slot)  # the outcome may be unknown: reread everything next time
             raise
-        self._cache.put(slot, CachedSlot(version, generation, plan.messages))
+        self._cache.put(slot, CachedSlot(version, generation, plan.messages, plan.head))
         state.context.mark_committed()
         return version
 
@@ -453,3 +471,10 @@ class SQLAgentStateStore:
         await self._runner.aclose()
         if self._owns_engine:
             await self._engine.dispose()
+
+
+def _naming(exc: HookagentError, slot: tuple[str, str, str]) -> None:
+    """Make ``exc``'s message name the slot (every load and save error does)."""
+    name = slot_name(*slot)
+    if name not in str(exc):
+        exc.args = (f"{name}: {exc}", *exc.args[1:])

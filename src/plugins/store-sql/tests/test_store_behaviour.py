@@ -329,8 +329,8 @@ async def test_the_registered_factory_opens_the_store(tmp_path: Path) -> None:
 
 
 async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
-    """The load statement neither joins nor sorts: a row past message_count is ignored and
-    rows in another order are sorted (a gap stays CorruptState)."""
+    """The load statement neither joins nor sorts: rows in another order are sorted; a gap,
+    and a row past message_count (the count disagrees with the rows), are CorruptState."""
     state = AgentState("s", "u")
     state.context.extend([Msg.user("a"), Msg.user("b")])
     await store.save_if_version("u", "s", state, 0)
@@ -348,7 +348,11 @@ async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
     async with store.engine.begin() as conn:
         await conn.execute(store.tables.messages.insert(), [row])
     fresh = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
-    assert _texts((await fresh.get_versioned("u", "s")).state) == ["a", "b"]
+    with pytest.raises(CorruptState, match="rows past them"):
+        await fresh.get_versioned("u", "s")
+    with pytest.raises(CorruptState, match="past its message_count"):
+        state.context.append(Msg.user("c"))  # the warm append's row seq 2 meets the stray
+        await store.save_if_version("u", "s", state, 1)
     bodies = [encode_msg(Msg.user(t)).decode() for t in "xyz"]
     head = (-1, 1, 0, 3, "{}")
     rows = [head, (2, None, None, None, bodies[2]), (0, None, None, None, bodies[0])]

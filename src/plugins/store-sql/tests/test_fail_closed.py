@@ -277,3 +277,31 @@ async def test_rows_past_the_count_refuse_the_warm_append(store: SQLAgentStateSt
         await store.save_if_version("u", "s", got, 1)
     assert NAME in str(info.value)
     assert await rows(store) == before
+
+
+async def test_a_warm_save_matches_its_head_without_a_read(
+    store: SQLAgentStateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compare-and-set's head check matches for any text (the client's MD5 of the UTF-8
+    head equals the server's): a warm append and a warm rewrite never read the slot."""
+    head_text = "caf\u00e9 \u6f22\u5b57 \U0001f600 e\u0301 \\ \" ' % _"
+    state = state_of("a")
+    state.summary = head_text
+    await store.save_if_version("u", "s", state, 0)
+    got = await store.get_versioned("u", "s")
+
+    def no_read(*args: Any) -> None:
+        raise AssertionError("the save read the slot: its compare-and-set did not match")
+
+    monkeypatch.setattr("hookagent_store_sql.save.SavePlan._inspect", no_read)
+    got.state.context.append(Msg.user("b"))
+    assert await store.save_if_version("u", "s", got.state, 1) == 2  # the append
+    got.state.context[0] = Msg.user("A")
+    assert await store.save_if_version("u", "s", got.state, 2) == 3  # a rewrite
+    again = await store.get_versioned("u", "s")  # decoded from the rows, not our writes
+    assert again.state.summary == head_text
+    again.state.context.append(Msg.user("c"))
+    assert await handle(store).get_versioned("u", "s") is not None
+    assert await store.save_if_version("u", "s", again.state, 3) == 4
+    final = await handle(store).get_versioned("u", "s")
+    assert [m.text for m in final.state.context] == ["A", "b", "c"]

@@ -397,13 +397,13 @@ class SQLAgentStateStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
-        check_expected_version(expected_version)
-        check_fence(fence)
-        if fence is not None:
-            check_id(fence.owner, "fence owner", allow_empty=True)
-        check_state_slot(state, user_id, session_id, key)
         slot = (user_id, session_id, key)
         try:
+            check_expected_version(expected_version)
+            check_fence(fence)
+            if fence is not None:
+                check_id(fence.owner, "fence owner", allow_empty=True)
+            check_state_slot(state, user_id, session_id, key)  # before any statement
             return await self._save(slot, state, expected_version, fence)
         except HookagentError as exc:
             _naming(exc, slot)

@@ -7,15 +7,16 @@ rows). A load is one statement returning the head and only the rows past what th
 already holds for the slot's generation. The load, the append and the create take a direct
 path where one exists: asyncpg statements on PostgreSQL (``pg_direct``), plain ``sqlite3``
 calls in the file's thread on SQLite (``sqlite_direct``, with group commit in
-``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``).
+``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``). What is rerun lives in
+``retry``; what a load or a save trusts of the stored rows in ``verify``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from hookagent.errors import (
     CorruptState,
@@ -51,17 +52,16 @@ from . import sqlite_cold, verify
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .direct import direct_save
-from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
+from .errors import TRANSLATED
 from .migrations import check_migrations, flavor_of, migrate
 from .pg_direct import PgDirect, usable
-from .queries import Queries, RetryTransaction
+from .queries import Queries
+from .retry import Retrying
 from .runner import AsyncRunner, ThreadRunner
 from .save import SavePlan
 from .schema import Tables, slot_hash
-from .sqlite import Backoff, database_key, maybe_lock
+from .sqlite import database_key, maybe_lock
 from .sqlite_direct import SqliteDirect
-
-T = TypeVar("T")
 
 
 class SQLAgentStateStore:
@@ -115,8 +115,6 @@ class SQLAgentStateStore:
             raise StoreConfigurationError("SQLite has no schemas: use table_prefix instead")
         auto = auto_migrate if auto_migrate is not None else url_opts.get("auto_migrate", True)
         self._auto_migrate = bool(auto)
-        self._retry_deadline = retry_deadline
-        self._retry_disconnects = retry_disconnects
         self._sqlite_key: str | None = None
         if self._backend == "sqlite":
             database = self._engine.url.database
@@ -140,6 +138,7 @@ class SQLAgentStateStore:
             )
         else:
             self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
+        self._retry = Retrying(self._runner, retry_deadline, retry_disconnects)
         self._cache = SlotCache(cache_slots)
         self._one_statement_appends = one_statement_appends
         self._direct_path = direct_path
@@ -179,7 +178,7 @@ class SQLAgentStateStore:
             self._ready_lock = asyncio.Lock()
         async with self._ready_lock:
             if self._q is None:
-                await self._with_busy_retry(self._prepare, "prepare")
+                await self._retry.busy(self._prepare, "prepare")
         assert self._q is not None
         return self._q
 
@@ -221,66 +220,6 @@ class SQLAgentStateStore:
             pass
         return self
 
-    async def _with_busy_retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
-        backoff: Backoff | None = None
-        while True:
-            try:
-                return await fn()
-            except TRANSLATED as exc:
-                if is_sqlite_busy(exc):
-                    backoff = backoff or Backoff(self._retry_deadline)
-                    if await backoff.wait():
-                        continue
-                raise translate(exc, what) from exc
-
-    async def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
-        """Run a read; busy is retried, a dropped connection is retried once on a fresh one."""
-        return await self._read_with(what, lambda: self._runner.read(fn))
-
-    async def _read_with(self, what: str, attempt: Callable[[], Awaitable[Any]]) -> T:
-        backoff: Backoff | None = None
-        reconnected = False
-        while True:
-            try:
-                return cast(T, await attempt())
-            except TRANSLATED as exc:
-                err = translate(exc, what)
-                if is_sqlite_busy(exc):
-                    backoff = backoff or Backoff(self._retry_deadline)
-                    if await backoff.wait():
-                        continue
-                elif isinstance(err, StoreUnavailable) and not reconnected:
-                    reconnected = True
-                    continue
-                raise err from exc
-
-    async def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn`` in one write transaction; rerun only when the database undid it all.
-
-        That is: SQLite busy, deadlock/serialization victims, and (once, if
-        ``retry_disconnects``) a connection lost before COMMIT was sent, since a server
-        aborts an uncommitted transaction when its connection goes.
-        """
-        backoff: Backoff | None = None
-        reconnected = not self._retry_disconnects
-        while True:
-            committing = [False]
-            try:
-                return cast(T, await self._runner.write(fn, committing))
-            except RetryTransaction:
-                pass
-            except TRANSLATED as exc:
-                if not committing[0] and not reconnected and is_disconnect(exc):
-                    reconnected = True
-                    continue
-                if not is_retryable(exc):
-                    raise translate(exc, what, outcome_unknown=committing[0]) from exc
-            backoff = backoff or Backoff(self._retry_deadline)
-            if not await backoff.wait():
-                raise StoreUnavailable(
-                    f"{what}: the database stayed busy for {self._retry_deadline}s"
-                )
-
     # ------------------------------------------------------------------ loads
 
     async def get_versioned(
@@ -291,7 +230,7 @@ class SQLAgentStateStore:
         try:
             return await self._load(slot)
         except HookagentError as exc:
-            _naming(exc, slot)
+            verify.name_error(exc, slot)
             raise
 
     async def _load(self, slot: tuple[str, str, str]) -> Versioned:
@@ -336,7 +275,7 @@ class SQLAgentStateStore:
         """SQLite's overlapped cold load: (head, messages), (None, ()) if there is no slot,
         or None when the ordinary read must decide (a chunk was not as expected)."""
         try:
-            got: Any = await self._read_with("load", lambda: direct.load_cold(user_id, h))
+            got: Any = await self._retry.read_with("load", lambda: direct.load_cold(user_id, h))
         except sqlite_cold.Mismatch:
             return None
         return got if got is not None else (None, ())
@@ -347,16 +286,9 @@ class SQLAgentStateStore:
         q = await self._ready()
         direct = self._direct
         if direct is not None:
-            return await self._read_with("load", lambda: direct.load(user_id, h, start))
+            return await self._retry.read_with("load", lambda: direct.load(user_id, h, start))
         params = {"u": user_id, "h": h, "start": start}
-        return await self._read("load", lambda conn: conn.execute(q.load, params).all())
-
-    @staticmethod
-    def _decode_tail(
-        rows: Sequence[Any], start: int, count: int, slot: tuple[str, str, str]
-    ) -> tuple[Msg, ...]:
-        """``verify.decode_tail`` (kept for the tests that call it)."""
-        return tuple(verify.decode_tail(rows, start, count, slot))
+        return await self._retry.read("load", lambda conn: conn.execute(q.load, params).all())
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
@@ -366,7 +298,7 @@ class SQLAgentStateStore:
         def fetch(conn: Connection) -> bool:
             return conn.execute(q.exists, params).first() is not None
 
-        return await self._read("exists", fetch)
+        return await self._retry.read("exists", fetch)
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
@@ -380,7 +312,7 @@ class SQLAgentStateStore:
             rows = conn.execute(q.list_sessions(user_id, cursor, limit + 1))
             return [r[0] for r in rows]
 
-        ids = await self._read("list_session_ids", fetch)
+        ids = await self._retry.read("list_session_ids", fetch)
         page = ids[:limit]
         return SessionPage(tuple(page), page[-1] if len(ids) > limit else None)
 
@@ -406,7 +338,7 @@ class SQLAgentStateStore:
             check_state_slot(state, user_id, session_id, key)  # before any statement
             return await self._save(slot, state, expected_version, fence)
         except HookagentError as exc:
-            _naming(exc, slot)
+            verify.name_error(exc, slot)
             raise
 
     async def _save(
@@ -424,9 +356,9 @@ class SQLAgentStateStore:
         try:
             done = None
             if self._direct is not None and self._one_statement_appends:
-                done = await direct_save(self._direct, plan, self._read_with)
+                done = await direct_save(self._direct, plan, self._retry.read_with)
             if done is None:
-                done = await self._write("save", lambda conn: plan.run(conn, q))
+                done = await self._retry.write("save", lambda conn: plan.run(conn, q))
             version, generation = done
         except (CorruptState, UnsupportedSchemaVersion):
             self._cache.drop(slot)  # the stored slot was refused: check all of it next time
@@ -460,7 +392,7 @@ class SQLAgentStateStore:
             return True
 
         try:
-            return await self._write("delete", one if key is not None else every)
+            return await self._retry.write("delete", one if key is not None else every)
         finally:
             self._cache.drop_session(user_id, session_id)
 
@@ -471,10 +403,3 @@ class SQLAgentStateStore:
         await self._runner.aclose()
         if self._owns_engine:
             await self._engine.dispose()
-
-
-def _naming(exc: HookagentError, slot: tuple[str, str, str]) -> None:
-    """Make ``exc``'s message name the slot (every load and save error does)."""
-    name = slot_name(*slot)
-    if name not in str(exc):
-        exc.args = (f"{name}: {exc}", *exc.args[1:])

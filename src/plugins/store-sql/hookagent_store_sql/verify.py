@@ -66,6 +66,13 @@ def named(exc: Exception, slot: Slot) -> InvalidState:
     return cls(f"{slot_name(*slot)}: {exc}")
 
 
+def name_error(exc: Exception, slot: Slot) -> None:
+    """Make ``exc``'s message name the slot (every load and save error does)."""
+    name = slot_name(*slot)
+    if name not in str(exc):
+        exc.args = (f"{name}: {exc}", *exc.args[1:])
+
+
 def decode_tail(rows: Sequence[Any], start: int, count: int, slot: Slot) -> list[Msg]:
     """Decode the message rows (``rows[1:]``; ``rows[0]`` is the head).
 

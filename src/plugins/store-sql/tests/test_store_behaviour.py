@@ -27,6 +27,7 @@ from hookagent_store_sql.plugin import (
     hookagent_register_state_stores,
     open_store,
 )
+from hookagent_store_sql.verify import decode_tail
 from sqlalchemy import event, func, select, update
 from sqlenv import DIALECTS, fresh_store, url_for
 
@@ -357,10 +358,10 @@ async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
     head = (-1, 1, 0, 3, "{}")
     rows = [head, (2, None, None, None, bodies[2]), (0, None, None, None, bodies[0])]
     rows.append((1, None, None, None, bodies[1]))
-    got = SQLAgentStateStore._decode_tail(rows, 0, 3, ("u", "s", "k"))
+    got = decode_tail(rows, 0, 3, ("u", "s", "k"))
     assert [m.text for m in got] == ["x", "y", "z"]
     with pytest.raises(CorruptState, match="not all present"):
-        SQLAgentStateStore._decode_tail(rows[:2], 0, 3, ("u", "s", "k"))
+        decode_tail(rows[:2], 0, 3, ("u", "s", "k"))
 
 
 async def test_direct_and_transaction_paths_write_the_same_rows(store) -> None:

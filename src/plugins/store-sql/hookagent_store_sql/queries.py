@@ -129,9 +129,12 @@ class Queries:
                 "owner": ins.excluded.owner,
                 "updated_at": ins.excluded.updated_at,
             },
-            where=or_(
-                f.c.epoch < ins.excluded.epoch,
-                and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
+            where=and_(
+                f.c.epoch >= 0,  # a negative stored epoch is reported (corrupt), not replaced
+                or_(
+                    f.c.epoch < ins.excluded.epoch,
+                    and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
+                ),
             ),
         )
 

@@ -215,15 +215,19 @@ async def test_a_state_is_bound_to_its_slot(store: SQLAgentStateStore) -> None:
     assert await rows(store) == before  # not even the fence was recorded
 
 
-async def test_a_fence_epoch_out_of_range_is_corrupt(store: SQLAgentStateStore) -> None:
+@pytest.mark.parametrize("epoch", [2**60, 2**53, -1])
+async def test_a_fence_epoch_out_of_range_is_corrupt(store: SQLAgentStateStore, epoch: int) -> None:
     await store.save_if_version("u", "s", state_of("a"), 0, fence=Fence(1, "me"))
     f = store.tables.fences
-    await plant(store, update(f).where(f.c.user_id == "u").values(epoch=2**60))
+    await plant(store, update(f).where(f.c.user_id == "u").values(epoch=epoch))
     before = await rows(store)
-    with pytest.raises(CorruptState, match="fence epoch") as info:
-        await store.save_if_version("u", "s", state_of("a", "b"), 1, fence=Fence(2, "me"))
-    assert NAME in str(info.value)
-    assert await rows(store) == before
+    for expected in (1, UNCONDITIONAL):
+        with pytest.raises(CorruptState, match="fence epoch") as info:
+            await store.save_if_version(
+                "u", "s", state_of("a", "b"), expected, fence=Fence(2, "me")
+            )
+        assert NAME in str(info.value)
+        assert await rows(store) == before
 
 
 async def test_errors_name_the_slot(store: SQLAgentStateStore) -> None:

@@ -3,6 +3,9 @@
 An entry is valid for the slot's (generation, message count): the generation is bumped on
 every write that drops or changes a stored message, and a recreated slot starts at a random
 generation, so a reader holding generation g and n messages needs only rows ``seq >= n``.
+An entry is only ever made from rows that were checked and decoded (``verify``) or from a
+save's own rows; it keeps the head text too, which a save's compare-and-set compares with
+the stored one, so a head changed behind the store's back is never overwritten unread.
 ``Msg`` values are frozen; each load builds a fresh ``History`` around them.
 """
 
@@ -21,6 +24,7 @@ class CachedSlot:
     version: int
     generation: int
     messages: tuple[Msg, ...]
+    head: str
 
 
 class SlotCache:

@@ -7,11 +7,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import pg_direct
-from .errors import TRANSLATED, is_disconnect, is_retryable, translate
+from .errors import TRANSLATED, is_disconnect, is_duplicate, is_retryable, translate
 from .migrations import utcnow
 from .pg_direct import PgDirect
-from .save import SavePlan, new_generation
+from .save import SavePlan, new_generation, rows_past_count
 from .sqlite_direct import SqliteDirect
+from .verify import head_token
 
 ReadWith = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
@@ -31,7 +32,8 @@ async def direct_save(
         cached = plan.cached
         assert cached is not None
         rows = plan.new_rows()
-        cas = (cached.version, cached.generation, plan.base)
+        backend = "sqlite" if isinstance(direct, SqliteDirect) else "postgresql"
+        cas = (cached.version, cached.generation, plan.base, head_token(backend, cached.head))
         new = (cached.version + 1, count, plan.head, now)
         before, result = cached.version, (cached.version + 1, cached.generation)
         attempt = lambda: direct.append(key, cas, new, rows)  # noqa: E731
@@ -49,6 +51,8 @@ async def direct_save(
             return None  # a deadlock/serialization victim or SQLite busy: nothing applied
         if getattr(exc, pg_direct.NOT_SENT, False):
             return None  # it never reached the server (a closed connection, a failed connect)
+        if is_duplicate(exc):  # a new row met a stored one past message_count
+            raise rows_past_count(plan.slot) from None
         if not is_disconnect(exc):
             raise translate(exc, "save") from exc
         # the connection went: the statement may or may not have run; look
@@ -60,4 +64,6 @@ async def direct_save(
             first_body=rows[0][3] if rows else None,
             cause=exc,
         )
+    if not applied and plan.is_append():
+        plan.stale = True  # the row is not the one we hold: the transaction path reads it
     return result if applied else None

@@ -13,7 +13,8 @@ pgbouncer in transaction mode).
 Each statement is one implicit transaction (autocommit), so it applies wholly or not at all:
 * load: ``UNION ALL`` of the head row and the message rows past ``start`` (one statement,
   one snapshot; no join and no sort: the rows come in index order and the store checks);
-* append: a writable CTE whose compare-and-set ``UPDATE`` gates the ``INSERT`` of the rows;
+* append: a writable CTE whose compare-and-set ``UPDATE`` (version, generation, count and the
+  MD5 of the head this instance checked) gates the ``INSERT`` of the rows;
 * create: a writable CTE whose ``INSERT ... ON CONFLICT DO NOTHING`` of the slot gates the
   message rows (rows left under the address are replaced or deleted in the same statement).
 Anything else (fences, rewrites, unconditional saves, deletes) uses the transaction path.
@@ -107,7 +108,7 @@ WHERE user_id = $1 AND slot_hash = $2 AND seq >= $3"""  # noqa: S608
 WITH upd AS (
     UPDATE {slots} SET version = $6, message_count = $7, head = $8, updated_at = $9
     WHERE user_id = $1 AND slot_hash = $2 AND version = $3
-        AND generation = $4 AND message_count = $5
+        AND generation = $4 AND message_count = $5 AND md5(convert_to(head, 'UTF8')) = $16
     RETURNING 1
 ), ins AS (
     {rows}
@@ -224,15 +225,16 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
     async def append(
         self,
         key: tuple[str, str, str, str],
-        cas: tuple[int, int, int],
+        cas: tuple[int, int, int, str],
         new: tuple[int, int, str, datetime],
         rows: list[Row],
     ) -> bool:
-        """key (u, h, s, k), cas (version, generation, count), new (version, count, head, now):
-        True if applied (the CAS matched and every row went in)."""
+        """key (u, h, s, k), cas (version, generation, count, MD5 of the head), new (version,
+        count, head, now): True if applied (the CAS matched and every row went in)."""
         u, h, s, k = key
         sql = self.append_sql
-        args = (u, h, *cas, *new, s, k, *columns_of(rows))
+        version, generation, count, token = cas
+        args = (u, h, version, generation, count, *new, s, k, *columns_of(rows), token)
         got = await self.run(sql, lambda c: c.fetchrow(sql, *args))
         return bool(got is not None and got[0] == 1 and got[1] == len(rows))
 
@@ -265,7 +267,7 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         async def run_all(c: asyncpg.Connection) -> None:
             await c.fetch(self.load_sql, "", "", 0)
             none: Columns = ([], [], [], [])
-            await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, "", "", *none)
+            await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, "", "", *none, "")
             await c.fetchrow(self.probe_sql, "", "", 0, "", datetime(2000, 1, 1))
 
         await self.run("warm", run_all)

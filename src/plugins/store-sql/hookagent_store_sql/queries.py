@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookagent.errors import Fenced
+from hookagent.errors import CorruptState, Fenced
+from hookagent.store.ids import FENCE_EPOCH_LIMIT
 from sqlalchemy import (
     BigInteger,
     BindParameter,
@@ -14,8 +15,10 @@ from sqlalchemy import (
     bindparam,
     cast,
     delete,
+    func,
     insert,
     literal,
+    literal_column,
     null,
     or_,
     select,
@@ -24,10 +27,21 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import Select
+from sqlalchemy.sql import ColumnElement, Select
 
 from .errors import is_duplicate
 from .schema import Tables
+
+
+def head_match(backend: str, head: Any, token: BindParameter[Any]) -> ColumnElement[bool]:
+    """The stored head is the one whose ``verify.head_token`` is ``token``: on SQLite the
+    text itself, elsewhere its MD5 computed by the server (of the UTF-8 bytes on PostgreSQL
+    whatever the database encoding, as the client computes it)."""
+    if backend == "sqlite":
+        return head == token  # type: ignore[no-any-return]
+    if backend == "postgresql":
+        return func.md5(func.convert_to(head, literal_column("'UTF8'"))) == token
+    return func.md5(head) == token
 
 
 class RetryTransaction(Exception):
@@ -61,18 +75,13 @@ class Queries:
         # turns out stale simply asks again from 0.
         self.load = union_all(head, tail)
         self.exists = select(literal(1)).where(s.c.user_id == u, s.c.slot_hash == h)
-        self.slot_row = select(s.c.version, s.c.generation, s.c.message_count).where(
-            s.c.user_id == u, s.c.slot_hash == h
-        )
-        self.body_at = select(m.c.body).where(
-            m.c.user_id == u, m.c.slot_hash == h, m.c.seq == bindparam("seq")
-        )
-        self.version_of = select(s.c.version).where(s.c.user_id == u, s.c.slot_hash == h)
-        # the compare-and-set: it also proves generation and count are what the caller read
+        # the compare-and-set: it also proves generation, count and head are what the caller
+        # read (checked, decoded) or wrote itself: nothing unread is ever overwritten
         self.cas_slot = (
             update(s)
             .where(s.c.user_id == u, s.c.slot_hash == h, s.c.version == bindparam("expected"))
             .where(s.c.generation == bindparam("gen"), s.c.message_count == bindparam("count"))
+            .where(head_match(backend, s.c.head, bindparam("old_head")))
             .values(
                 version=bindparam("new_version"),
                 generation=bindparam("new_generation"),
@@ -120,9 +129,12 @@ class Queries:
                 "owner": ins.excluded.owner,
                 "updated_at": ins.excluded.updated_at,
             },
-            where=or_(
-                f.c.epoch < ins.excluded.epoch,
-                and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
+            where=and_(
+                f.c.epoch >= 0,  # a negative stored epoch is reported (corrupt), not replaced
+                or_(
+                    f.c.epoch < ins.excluded.epoch,
+                    and_(f.c.epoch == ins.excluded.epoch, f.c.owner == ins.excluded.owner),
+                ),
             ),
         )
 
@@ -169,6 +181,7 @@ class Queries:
                         raise RetryTransaction from exc
                     raise
                 return
+            _check_epoch(got.epoch, u, sid)
             if got.epoch < epoch or (got.epoch == epoch and got.owner == owner):
                 conn.execute(
                     update(f)
@@ -181,8 +194,19 @@ class Queries:
                 select(f.c.epoch, f.c.owner).where(f.c.user_id == u, f.c.session_id == sid)
             )
         ).first()
+        if newest is not None:
+            _check_epoch(newest.epoch, u, sid)
         raise Fenced(
             f"lease epoch {epoch} of {owner!r} is stale: the store has seen epoch "
             f"{newest.epoch if newest else '?'} of {newest.owner if newest else '?'!r} "
             f"on user_id={u!r} session_id={sid!r}"
+        )
+
+
+def _check_epoch(epoch: object, user_id: str, session_id: str) -> None:
+    """A stored epoch no valid fence can pass (or none at all) is corruption, not a fence."""
+    if type(epoch) is not int or not 0 <= epoch < FENCE_EPOCH_LIMIT:
+        raise CorruptState(
+            f"user_id={user_id!r} session_id={session_id!r}: the stored fence epoch "
+            f"{epoch!r} is out of range (0 .. {FENCE_EPOCH_LIMIT - 1})"
         )

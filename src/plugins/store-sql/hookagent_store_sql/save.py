@@ -4,21 +4,31 @@ Everything that can be validated is encoded before the transaction starts (the h
 messages past the unchanged prefix); the rest of the history is encoded only if the save
 turns out to be a rewrite, still before the first row is written, so a bad state writes
 nothing. The write itself is proportional to the change.
+
+Fail closed: the compare-and-set ``UPDATE`` matches only a row whose version, generation,
+count and head are the ones this instance checked (a load) or wrote; any other row is read
+in the transaction and checked as a load would check it (``verify``) before anything is
+written: corrupt is ``CorruptState``, a newer schema ``UnsupportedSchemaVersion``, and the
+transaction is rolled back with the evidence intact. ``UNCONDITIONAL`` included.
 """
 
 from __future__ import annotations
 
 import secrets
+from operator import itemgetter
 from typing import Any
 
 from hookagent.codec import encode_head, encode_msg
-from hookagent.errors import VersionConflict
+from hookagent.errors import CorruptState, VersionConflict
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence
+from hookagent.store.ids import slot_name
 from sqlalchemy.engine import Connection
 
+from . import verify
 from .cache import CachedSlot
+from .errors import is_duplicate
 from .migrations import utcnow
 from .queries import Queries, RetryTransaction
 from .schema import MSG_ID_LENGTH, ROLE_LENGTH, slot_hash
@@ -38,6 +48,14 @@ def encode_row(seq: int, msg: Msg) -> tuple[int, str, str, str]:
         _readable(getattr(msg, "role", ""), ROLE_LENGTH),
         _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
         encode_msg(msg).decode("utf-8"),
+    )
+
+
+def rows_past_count(slot: verify.Slot) -> CorruptState:
+    """A new row collided with a stored one: the slot holds rows past its message_count."""
+    return CorruptState(
+        f"{slot_name(*slot)} holds message rows past its message_count (the count "
+        "disagrees with the rows): nothing was written"
     )
 
 
@@ -61,6 +79,7 @@ class SavePlan:
         self.h = slot_hash(session_id, key)
         self.expected, self.fence = expected, fence
         self.cached = cached  # read on the event loop: the plan may run in another thread
+        self.stale = False  # the direct path's compare-and-set on ``cached`` matched nothing
         self.head = encode_head(state).decode("utf-8")
         self.messages = tuple(state.context)
         self.base = state.context.unchanged_prefix
@@ -97,6 +116,41 @@ class SavePlan:
     def _params(self) -> dict[str, str]:
         return {"u": self.u, "h": self.h}
 
+    @property
+    def slot(self) -> verify.Slot:
+        return (self.u, self.s, self.k)
+
+    def _insert(self, conn: Connection, q: Queries, rows: list[Row]) -> None:
+        try:
+            conn.execute(q.insert_messages, self._dicts(rows))
+        except Exception as exc:
+            if is_duplicate(exc):
+                raise rows_past_count(self.slot) from None
+            raise
+
+    def _inspect(self, conn: Connection, q: Queries) -> tuple[int, int, int, str] | None:
+        """Read the slot in the transaction and check it as a load would (only the rows this
+        instance does not hold are read): (version, generation, count, head), None if absent.
+        Raises ``CorruptState`` / ``UnsupportedSchemaVersion``."""
+        cached = self.cached
+        start = len(cached.messages) if cached is not None else 0
+        for _ in range(2):
+            rows = conn.execute(q.load, {**self._params(), "start": start}).all()
+            if rows and rows[0][0] != -1:
+                rows = sorted(rows, key=itemgetter(0))
+            if not rows or rows[0][0] != -1:
+                return None
+            _, version, generation, count, head = rows[0]
+            verify.check_counters(version, generation, count, self.slot)
+            if cached is not None and (generation != cached.generation or start > count):
+                cached, start = None, 0  # rewritten or recreated since: check it all
+                continue
+            held: tuple[Msg, ...] = cached.messages if cached is not None else ()
+            messages = [*held, *verify.decode_tail(rows, start, count, self.slot)]
+            verify.check_writable(head, messages, self.slot)
+            return version, generation, count, head
+        raise RetryTransaction  # pragma: no cover - the second read starts from 0
+
     def is_append(self) -> bool:
         """A pure append at the version this instance holds: one statement can do it."""
         cached = self.cached
@@ -127,25 +181,28 @@ class SavePlan:
         cached = self.cached
         if (
             cached is not None
+            and not self.stale
             and self.expected is not UNCONDITIONAL
             and cached.version == self.expected
         ):
-            # fast path: what we hold describes the stored row; one UPDATE proves it
+            # fast path: what we hold (checked or written by us) describes the stored row,
+            # head included; one UPDATE proves it
             done = self._update(
-                conn, q, now, self.expected, cached.generation, len(cached.messages)
+                conn, q, now, self.expected, cached.generation, len(cached.messages), cached.head
             )
             if done is not None:
                 return done
         for _ in range(5):
-            # optimistic: read the row, then an UPDATE that proves it did not change
-            row = conn.execute(q.slot_row, self._params()).first()
-            if row is None:
+            # read and check the row, then an UPDATE that proves it did not change
+            seen = self._inspect(conn, q)
+            if seen is None:
                 if self.expected is UNCONDITIONAL:
                     return self._create(conn, q, now)
                 raise VersionConflict(self.u, self.s, self.k, self.expected, 0)
-            if self.expected is not UNCONDITIONAL and row.version != self.expected:
-                raise VersionConflict(self.u, self.s, self.k, self.expected, row.version)
-            done = self._update(conn, q, now, row.version, row.generation, row.message_count)
+            version, generation, count, head = seen
+            if self.expected is not UNCONDITIONAL and version != self.expected:
+                raise VersionConflict(self.u, self.s, self.k, self.expected, version)
+            done = self._update(conn, q, now, version, generation, count, head)
             if done is not None:
                 return done
         raise RetryTransaction  # the row kept changing between our read and our update
@@ -168,12 +225,12 @@ class SavePlan:
         if not q.create_slot(conn, values):
             if self.expected is UNCONDITIONAL:
                 raise RetryTransaction
-            actual = conn.execute(q.version_of, self._params()).scalar()
-            raise VersionConflict(self.u, self.s, self.k, 0, actual)
+            seen = self._inspect(conn, q)  # a corrupt slot says so, not "version conflict"
+            raise VersionConflict(self.u, self.s, self.k, 0, seen[0] if seen else None)
         # rows left behind under this slot's address must not leak into the new slot
         conn.execute(q.delete_from, {**self._params(), "start": 0})
         if rows:
-            conn.execute(q.insert_messages, self._dicts(rows))
+            self._insert(conn, q, rows)
         return 1, generation
 
     def _update(
@@ -184,6 +241,7 @@ class SavePlan:
         version: int,
         generation: int,
         stored: int,
+        head: str,
     ) -> tuple[int, int] | None:
         appendable = self.expected is not UNCONDITIONAL and 0 < self.base <= stored
         start = self.base if appendable else 0
@@ -194,6 +252,7 @@ class SavePlan:
             "expected": version,
             "gen": generation,
             "count": stored,
+            "old_head": verify.head_token(q.backend, head),
             "new_version": version + 1,
             "new_generation": new_generation,
             "new_count": len(self.messages),
@@ -205,5 +264,5 @@ class SavePlan:
         if start < stored:
             conn.execute(q.delete_from, {**self._params(), "start": start})
         if rows:
-            conn.execute(q.insert_messages, self._dicts(rows))
+            self._insert(conn, q, rows)
         return version + 1, new_generation

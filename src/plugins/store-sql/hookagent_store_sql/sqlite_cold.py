@@ -9,9 +9,11 @@ event loop decodes chunk *k* while the thread reads chunk *k+1*.
 Consistency: the head and every chunk are read in one read transaction (``BEGIN`` ..
 ``ROLLBACK``), so one WAL snapshot. Each chunk is checked: exactly the ``seq`` range asked
 for, in order (``group_concat(seq)`` is compared with the range), and as many bodies as
-rows (a body never holds a NUL: the codec's JSON escapes control characters). Anything else
-(a gap, another order, a NUL) returns ``None`` and the store reads the rows the ordinary way,
-which reports a real corruption precisely.
+rows (a body never holds a NUL: the codec's JSON escapes control characters); then one
+index probe says no row lies past ``message_count``. Anything else (a gap, another order, a
+NUL, a row past the count) returns ``None`` and the store reads the rows the ordinary way,
+which reports a real corruption precisely; the thread stops at the first short chunk, and
+reads no chunk at all for a ``message_count`` out of range (the store reports it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from hookagent.codec import decode_msgs
+from hookagent.errors import InvalidMessage, InvalidState
 from hookagent.messages import Msg
+
+from .verify import count_ok
 
 CHUNK = 512
 
@@ -44,9 +49,13 @@ def chunk_sql(messages: str) -> str:
     )
 
 
+def past_sql(messages: str) -> str:
+    return f"SELECT 1 FROM {messages} WHERE user_id = ? AND slot_hash = ? AND seq >= ? LIMIT 1"  # noqa: S608
+
+
 def read_in_thread(
     conn: sqlite3.Connection,
-    sqls: tuple[str, str],
+    sqls: tuple[str, str, str],
     user_id: str,
     h: str,
     emit: Callable[[Any], None],
@@ -56,11 +65,15 @@ def read_in_thread(
     try:
         head = conn.execute(sqls[0], (user_id, h)).fetchone()
         emit(head)
-        if head is None:
-            return
+        if head is None or not count_ok(head[2]):
+            return  # the store reports a count out of range
         count = head[2]
         for a in range(0, count, CHUNK):
-            emit(conn.execute(sqls[1], (user_id, h, a, min(a + CHUNK, count))).fetchone())
+            chunk = conn.execute(sqls[1], (user_id, h, a, min(a + CHUNK, count))).fetchone()
+            emit(chunk)
+            if chunk[0] != min(a + CHUNK, count) - a:
+                return  # rows are missing: the event loop stops here too
+        emit(conn.execute(sqls[2], (user_id, h, count)).fetchone())  # a row past the count?
     finally:
         conn.rollback()
 
@@ -73,6 +86,9 @@ async def decode_stream(
     head = await _next(queue, done)
     if head is None:
         return None
+    if not count_ok(head[2]):
+        await done
+        return head, ()  # the store reports the count
     count, messages = head[2], []
     for a in range(0, count, CHUNK):
         b = min(a + CHUNK, count)
@@ -82,7 +98,12 @@ async def decode_stream(
         bodies = blob.split("\x00")
         if len(bodies) != n:
             raise Mismatch
-        messages.extend(decode_msgs(bodies))
+        try:
+            messages.extend(decode_msgs(bodies))
+        except (InvalidState, InvalidMessage):
+            raise Mismatch from None  # the row read names the slot and the row
+    if await _next(queue, done) is not None:
+        raise Mismatch  # a row past message_count
     await done  # the read transaction is closed; errors of the thread surface here
     return head, tuple(messages)
 

@@ -70,7 +70,8 @@ SELECT seq, NULL, NULL, NULL, body FROM {messages}
 WHERE user_id = ? AND slot_hash = ? AND seq >= ?"""  # noqa: S608
         self.cas_sql = f"""
 UPDATE {slots} SET version = ?, message_count = ?, head = ?, updated_at = ?
-WHERE user_id = ? AND slot_hash = ? AND version = ? AND generation = ? AND message_count = ?"""  # noqa: S608
+WHERE user_id = ? AND slot_hash = ? AND version = ? AND generation = ? AND message_count = ?
+    AND head = ?"""  # noqa: S608
         self.create_sql = f"""
 INSERT INTO {slots} (user_id, slot_hash, session_id, state_key, version, generation,
     message_count, head, created_at, updated_at)
@@ -80,7 +81,11 @@ ON CONFLICT (user_id, slot_hash) DO NOTHING"""  # noqa: S608
         self.insert_sql = f"""
 INSERT INTO {messages} (user_id, slot_hash, seq, session_id, state_key, role, msg_id, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""  # noqa: S608
-        self._cold_sql = (sqlite_cold.head_sql(slots), sqlite_cold.chunk_sql(messages))
+        self._cold_sql = (
+            sqlite_cold.head_sql(slots),
+            sqlite_cold.chunk_sql(messages),
+            sqlite_cold.past_sql(messages),
+        )
         self.probe_sql = f"""
 SELECT version, generation, message_count,
     (SELECT body FROM {messages} WHERE user_id = s.user_id AND slot_hash = s.slot_hash
@@ -145,11 +150,12 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
     async def append(
         self,
         key: tuple[str, str, str, str],
-        cas: tuple[int, int, int],
+        cas: tuple[int, int, int, str],
         new: tuple[int, int, str, datetime],
         rows: list[Row],
     ) -> bool:
-        """key (u, h, s, k), cas (version, generation, count), new (version, count, head, now):
+        """key (u, h, s, k), cas (version, generation, count, the head this instance checked),
+        new (version, count, head, now):
         True if applied, False if the compare-and-set matched nothing (nothing written)."""
         u, h, s, k = key
         version, count, head, now = new

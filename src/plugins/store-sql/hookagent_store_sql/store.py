@@ -7,22 +7,23 @@ rows). A load is one statement returning the head and only the rows past what th
 already holds for the slot's generation. The load, the append and the create take a direct
 path where one exists: asyncpg statements on PostgreSQL (``pg_direct``), plain ``sqlite3``
 calls in the file's thread on SQLite (``sqlite_direct``, with group commit in
-``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``).
+``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``). What is rerun lives in
+``retry``; what a load or a save trusts of the stored rows in ``verify``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from hookagent.codec import decode_head, decode_msgs
 from hookagent.errors import (
     CorruptState,
     HookagentError,
     StoreConfigurationError,
     StoreUnavailable,
+    UnsupportedSchemaVersion,
     VersionConflict,
 )
 from hookagent.messages import Msg
@@ -41,25 +42,26 @@ from hookagent.store.ids import (
     check_id,
     check_page_limit,
     check_slot,
+    check_state_slot,
+    slot_name,
 )
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import sqlite_cold
+from . import sqlite_cold, verify
 from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .direct import direct_save
-from .errors import TRANSLATED, is_disconnect, is_retryable, is_sqlite_busy, translate
+from .errors import TRANSLATED
 from .migrations import check_migrations, flavor_of, migrate
 from .pg_direct import PgDirect, usable
-from .queries import Queries, RetryTransaction
+from .queries import Queries
+from .retry import Retrying
 from .runner import AsyncRunner, ThreadRunner
 from .save import SavePlan
 from .schema import Tables, slot_hash
-from .sqlite import Backoff, database_key, maybe_lock
+from .sqlite import database_key, maybe_lock
 from .sqlite_direct import SqliteDirect
-
-T = TypeVar("T")
 
 
 class SQLAgentStateStore:
@@ -113,8 +115,6 @@ class SQLAgentStateStore:
             raise StoreConfigurationError("SQLite has no schemas: use table_prefix instead")
         auto = auto_migrate if auto_migrate is not None else url_opts.get("auto_migrate", True)
         self._auto_migrate = bool(auto)
-        self._retry_deadline = retry_deadline
-        self._retry_disconnects = retry_disconnects
         self._sqlite_key: str | None = None
         if self._backend == "sqlite":
             database = self._engine.url.database
@@ -138,6 +138,7 @@ class SQLAgentStateStore:
             )
         else:
             self._runner = AsyncRunner(self._engine, self._read_engine, self._sqlite_key)
+        self._retry = Retrying(self._runner, retry_deadline, retry_disconnects)
         self._cache = SlotCache(cache_slots)
         self._one_statement_appends = one_statement_appends
         self._direct_path = direct_path
@@ -177,7 +178,7 @@ class SQLAgentStateStore:
             self._ready_lock = asyncio.Lock()
         async with self._ready_lock:
             if self._q is None:
-                await self._with_busy_retry(self._prepare, "prepare")
+                await self._retry.busy(self._prepare, "prepare")
         assert self._q is not None
         return self._q
 
@@ -219,66 +220,6 @@ class SQLAgentStateStore:
             pass
         return self
 
-    async def _with_busy_retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T:
-        backoff: Backoff | None = None
-        while True:
-            try:
-                return await fn()
-            except TRANSLATED as exc:
-                if is_sqlite_busy(exc):
-                    backoff = backoff or Backoff(self._retry_deadline)
-                    if await backoff.wait():
-                        continue
-                raise translate(exc, what) from exc
-
-    async def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
-        """Run a read; busy is retried, a dropped connection is retried once on a fresh one."""
-        return await self._read_with(what, lambda: self._runner.read(fn))
-
-    async def _read_with(self, what: str, attempt: Callable[[], Awaitable[Any]]) -> T:
-        backoff: Backoff | None = None
-        reconnected = False
-        while True:
-            try:
-                return cast(T, await attempt())
-            except TRANSLATED as exc:
-                err = translate(exc, what)
-                if is_sqlite_busy(exc):
-                    backoff = backoff or Backoff(self._retry_deadline)
-                    if await backoff.wait():
-                        continue
-                elif isinstance(err, StoreUnavailable) and not reconnected:
-                    reconnected = True
-                    continue
-                raise err from exc
-
-    async def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn`` in one write transaction; rerun only when the database undid it all.
-
-        That is: SQLite busy, deadlock/serialization victims, and (once, if
-        ``retry_disconnects``) a connection lost before COMMIT was sent, since a server
-        aborts an uncommitted transaction when its connection goes.
-        """
-        backoff: Backoff | None = None
-        reconnected = not self._retry_disconnects
-        while True:
-            committing = [False]
-            try:
-                return cast(T, await self._runner.write(fn, committing))
-            except RetryTransaction:
-                pass
-            except TRANSLATED as exc:
-                if not committing[0] and not reconnected and is_disconnect(exc):
-                    reconnected = True
-                    continue
-                if not is_retryable(exc):
-                    raise translate(exc, what, outcome_unknown=committing[0]) from exc
-            backoff = backoff or Backoff(self._retry_deadline)
-            if not await backoff.wait():
-                raise StoreUnavailable(
-                    f"{what}: the database stayed busy for {self._retry_deadline}s"
-                )
-
     # ------------------------------------------------------------------ loads
 
     async def get_versioned(
@@ -286,6 +227,14 @@ class SQLAgentStateStore:
     ) -> Versioned:
         check_slot(user_id, session_id, key)
         slot = (user_id, session_id, key)
+        try:
+            return await self._load(slot)
+        except HookagentError as exc:
+            verify.name_error(exc, slot)
+            raise
+
+    async def _load(self, slot: tuple[str, str, str]) -> Versioned:
+        user_id, session_id, key = slot
         h = slot_hash(session_id, key)
         await self._ready()
         cached = self._cache.get(slot)
@@ -295,9 +244,12 @@ class SQLAgentStateStore:
                 if got[0] is None:
                     self._cache.drop(slot)
                     return Versioned(None, 0)
-                (version, generation, _, head), messages = got
-                self._cache.put(slot, CachedSlot(version, generation, messages))
-                return Versioned(decode_head(head, messages), version)
+                (version, generation, count, head), messages = got
+                verify.check_counters(version, generation, count, slot)
+                if len(messages) == count:  # else a chunk stopped short: the row read reports
+                    state = verify.decode_slot(head, messages, slot)
+                    self._cache.put(slot, CachedSlot(version, generation, messages, head))
+                    return Versioned(state, version)
         for _ in range(2):
             start = len(cached.messages) if cached is not None else 0
             rows = await self._read_rows(user_id, h, start)
@@ -307,21 +259,23 @@ class SQLAgentStateStore:
                 self._cache.drop(slot)
                 return Versioned(None, 0)
             _, version, generation, count, head = rows[0]
+            self._cache.drop(slot)  # cached again below, only once all of it checked out
+            verify.check_counters(version, generation, count, slot)
             if cached is not None and (generation != cached.generation or start > count):
                 cached = None  # rewritten (or recreated) since: read the whole history
-                self._cache.drop(slot)
                 continue
             base: tuple[Msg, ...] = cached.messages if cached is not None else ()
-            messages = base + self._decode_tail(rows, start, count, slot)
-            self._cache.put(slot, CachedSlot(version, generation, messages))
-            return Versioned(decode_head(head, messages), version)
-        raise CorruptState(f"slot {slot!r} changed shape while being read twice")
+            messages = base + tuple(verify.decode_tail(rows, start, count, slot))
+            state = verify.decode_slot(head, messages, slot)
+            self._cache.put(slot, CachedSlot(version, generation, messages, head))
+            return Versioned(state, version)
+        raise CorruptState(f"{slot_name(*slot)} changed shape while being read twice")
 
     async def _load_cold(self, direct: SqliteDirect, user_id: str, h: str) -> Any:
         """SQLite's overlapped cold load: (head, messages), (None, ()) if there is no slot,
         or None when the ordinary read must decide (a chunk was not as expected)."""
         try:
-            got: Any = await self._read_with("load", lambda: direct.load_cold(user_id, h))
+            got: Any = await self._retry.read_with("load", lambda: direct.load_cold(user_id, h))
         except sqlite_cold.Mismatch:
             return None
         return got if got is not None else (None, ())
@@ -332,31 +286,9 @@ class SQLAgentStateStore:
         q = await self._ready()
         direct = self._direct
         if direct is not None:
-            return await self._read_with("load", lambda: direct.load(user_id, h, start))
+            return await self._retry.read_with("load", lambda: direct.load(user_id, h, start))
         params = {"u": user_id, "h": h, "start": start}
-        return await self._read("load", lambda conn: conn.execute(q.load, params).all())
-
-    @staticmethod
-    def _decode_tail(
-        rows: Sequence[Any], start: int, count: int, slot: tuple[str, ...]
-    ) -> tuple[Msg, ...]:
-        """Decode the message rows (``rows[1:]``; ``rows[0]`` is the head).
-
-        They normally come in ``seq`` order, exactly ``start .. count-1``; otherwise they are
-        sorted, rows past ``count`` ignored, and a gap is ``CorruptState``.
-        """
-        if len(rows) == 1 and start == count:
-            return ()
-        tail = rows[1:]
-        want = list(range(start, count))
-        if [r[0] for r in tail] != want:
-            tail = sorted((r for r in tail if r[0] < count), key=itemgetter(0))
-            if [r[0] for r in tail] != want:
-                raise CorruptState(
-                    f"slot user_id={slot[0]!r} session_id={slot[1]!r} key={slot[2]!r} says "
-                    f"{count} messages but rows {start}..{count - 1} are not all present"
-                )
-        return tuple(decode_msgs([r[4] for r in tail]))
+        return await self._retry.read("load", lambda conn: conn.execute(q.load, params).all())
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
@@ -366,7 +298,7 @@ class SQLAgentStateStore:
         def fetch(conn: Connection) -> bool:
             return conn.execute(q.exists, params).first() is not None
 
-        return await self._read("exists", fetch)
+        return await self._retry.read("exists", fetch)
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
@@ -380,7 +312,7 @@ class SQLAgentStateStore:
             rows = conn.execute(q.list_sessions(user_id, cursor, limit + 1))
             return [r[0] for r in rows]
 
-        ids = await self._read("list_session_ids", fetch)
+        ids = await self._retry.read("list_session_ids", fetch)
         page = ids[:limit]
         return SessionPage(tuple(page), page[-1] if len(ids) > limit else None)
 
@@ -397,11 +329,26 @@ class SQLAgentStateStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
-        check_expected_version(expected_version)
-        check_fence(fence)
-        if fence is not None:
-            check_id(fence.owner, "fence owner", allow_empty=True)
         slot = (user_id, session_id, key)
+        try:
+            check_expected_version(expected_version)
+            check_fence(fence)
+            if fence is not None:
+                check_id(fence.owner, "fence owner", allow_empty=True)
+            check_state_slot(state, user_id, session_id, key)  # before any statement
+            return await self._save(slot, state, expected_version, fence)
+        except HookagentError as exc:
+            verify.name_error(exc, slot)
+            raise
+
+    async def _save(
+        self,
+        slot: tuple[str, str, str],
+        state: AgentState,
+        expected_version: ExpectedVersion,
+        fence: Fence | None,
+    ) -> int:
+        user_id, session_id, key = slot
         plan = SavePlan(
             user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
         )
@@ -409,16 +356,19 @@ class SQLAgentStateStore:
         try:
             done = None
             if self._direct is not None and self._one_statement_appends:
-                done = await direct_save(self._direct, plan, self._read_with)
+                done = await direct_save(self._direct, plan, self._retry.read_with)
             if done is None:
-                done = await self._write("save", lambda conn: plan.run(conn, q))
+                done = await self._retry.write("save", lambda conn: plan.run(conn, q))
             version, generation = done
+        except (CorruptState, UnsupportedSchemaVersion):
+            self._cache.drop(slot)  # the stored slot was refused: check all of it next time
+            raise
         except (VersionConflict, ValueError):
             raise
         except BaseException:
             self._cache.drop(slot)  # the outcome may be unknown: reread everything next time
             raise
-        self._cache.put(slot, CachedSlot(version, generation, plan.messages))
+        self._cache.put(slot, CachedSlot(version, generation, plan.messages, plan.head))
         state.context.mark_committed()
         return version
 
@@ -442,7 +392,7 @@ class SQLAgentStateStore:
             return True
 
         try:
-            return await self._write("delete", one if key is not None else every)
+            return await self._retry.write("delete", one if key is not None else every)
         finally:
             self._cache.drop_session(user_id, session_id)
 

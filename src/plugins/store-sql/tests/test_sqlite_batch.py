@@ -182,8 +182,17 @@ def _reader(store: SQLAgentStateStore, **kw) -> SQLAgentStateStore:
 async def test_the_cold_load_reads_every_chunk_in_order(tmp_path: Path) -> None:
     async with fresh_store("sqlite", tmp_path) as store:
         texts = await _seeded(store, 2 * CHUNK + 7)
+        for kw in ({}, {"direct_path": False}):
+            reader = _reader(store, **kw)
+            try:
+                got = await reader.get_versioned("u", "s")
+                assert got.version == 1 and [m.text for m in got.state.context] == texts
+                assert (await reader.get_versioned("u", "absent")).state is None
+                assert reader.row_reads == (0 if not kw else 2)  # the cold path did it all
+            finally:
+                await reader.aclose()
         stray = Msg.user("past the count")
-        async with store.engine.begin() as conn:  # a row past message_count is not read
+        async with store.engine.begin() as conn:  # a row past message_count: the count lies
             await conn.execute(
                 store.tables.messages.insert(),
                 [
@@ -202,10 +211,9 @@ async def test_the_cold_load_reads_every_chunk_in_order(tmp_path: Path) -> None:
         for kw in ({}, {"direct_path": False}):
             reader = _reader(store, **kw)
             try:
-                got = await reader.get_versioned("u", "s")
-                assert got.version == 1 and [m.text for m in got.state.context] == texts
-                assert (await reader.get_versioned("u", "absent")).state is None
-                assert reader.row_reads == (0 if not kw else 2)  # the cold path did it all
+                with pytest.raises(CorruptState, match="rows past them"):
+                    await reader.get_versioned("u", "s")
+                assert reader.row_reads == 1  # the cold path saw it and stepped aside
             finally:
                 await reader.aclose()
 

@@ -27,6 +27,7 @@ from hookagent_store_sql.plugin import (
     hookagent_register_state_stores,
     open_store,
 )
+from hookagent_store_sql.verify import decode_tail
 from sqlalchemy import event, func, select, update
 from sqlenv import DIALECTS, fresh_store, url_for
 
@@ -329,8 +330,8 @@ async def test_the_registered_factory_opens_the_store(tmp_path: Path) -> None:
 
 
 async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
-    """The load statement neither joins nor sorts: a row past message_count is ignored and
-    rows in another order are sorted (a gap stays CorruptState)."""
+    """The load statement neither joins nor sorts: rows in another order are sorted; a gap,
+    and a row past message_count (the count disagrees with the rows), are CorruptState."""
     state = AgentState("s", "u")
     state.context.extend([Msg.user("a"), Msg.user("b")])
     await store.save_if_version("u", "s", state, 0)
@@ -348,15 +349,19 @@ async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
     async with store.engine.begin() as conn:
         await conn.execute(store.tables.messages.insert(), [row])
     fresh = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
-    assert _texts((await fresh.get_versioned("u", "s")).state) == ["a", "b"]
+    with pytest.raises(CorruptState, match="rows past them"):
+        await fresh.get_versioned("u", "s")
+    with pytest.raises(CorruptState, match="past its message_count"):
+        state.context.append(Msg.user("c"))  # the warm append's row seq 2 meets the stray
+        await store.save_if_version("u", "s", state, 1)
     bodies = [encode_msg(Msg.user(t)).decode() for t in "xyz"]
     head = (-1, 1, 0, 3, "{}")
     rows = [head, (2, None, None, None, bodies[2]), (0, None, None, None, bodies[0])]
     rows.append((1, None, None, None, bodies[1]))
-    got = SQLAgentStateStore._decode_tail(rows, 0, 3, ("u", "s", "k"))
+    got = decode_tail(rows, 0, 3, ("u", "s", "k"))
     assert [m.text for m in got] == ["x", "y", "z"]
     with pytest.raises(CorruptState, match="not all present"):
-        SQLAgentStateStore._decode_tail(rows[:2], 0, 3, ("u", "s", "k"))
+        decode_tail(rows[:2], 0, 3, ("u", "s", "k"))
 
 
 async def test_direct_and_transaction_paths_write_the_same_rows(store) -> None:

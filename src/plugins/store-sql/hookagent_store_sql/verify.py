@@ -1,0 +1,133 @@
+"""What the store trusts of a slot's stored rows, on a load and inside a save's transaction.
+
+Why: the rows can be changed behind the store's back (a reporting tool, a hand repair, a
+restore gone wrong). Whatever does not decode or does not add up is ``CorruptState`` naming
+the slot, on a load and on a save, so a save never overwrites the evidence. Checked here:
+the counters' ranges (``version`` 1 .. 2**63-2, so the next save's +1 fits a BIGINT;
+``generation`` 0 .. 2**63-2, bumped by rewrites; ``message_count`` 0 .. 2**31-1), message
+rows exactly ``seq`` 0 .. count-1 (no gap, none past the count), every body and the head
+decoding, and the head naming its own slot. A head written by a newer schema stays
+``UnsupportedSchemaVersion``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
+
+import orjson
+from hookagent.codec import decode_head, decode_msgs
+from hookagent.errors import (
+    CorruptState,
+    InvalidMessage,
+    InvalidState,
+    StateTooLarge,
+    UnsupportedSchemaVersion,
+)
+from hookagent.messages import Msg
+from hookagent.state import AgentState
+from hookagent.store.ids import check_loaded_slot, check_schema_writable, slot_name
+
+Slot = tuple[str, str, str]
+"""(user_id, session_id, key)."""
+
+MAX_COUNTER = 2**63 - 2  # version and generation: the next save's +1 still fits a BIGINT
+MAX_COUNT = 2**31 - 1  # message_count is an INT
+
+
+def _in_range(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def count_ok(count: object) -> bool:
+    return _in_range(count, 0, MAX_COUNT)
+
+
+def check_counters(version: object, generation: object, count: object, slot: Slot) -> None:
+    """The head row's counters are in range, or ``CorruptState`` naming the slot."""
+    for what, value, low, high in (
+        ("version", version, 1, MAX_COUNTER),
+        ("generation", generation, 0, MAX_COUNTER),
+        ("message_count", count, 0, MAX_COUNT),
+    ):
+        if not _in_range(value, low, high):
+            raise CorruptState(
+                f"{slot_name(*slot)}: stored {what} {value!r} is out of range ({low} .. {high})"
+            )
+
+
+def named(exc: Exception, slot: Slot) -> InvalidState:
+    """A decoding error of stored data, as the error to raise: it names the slot; what is
+    neither too large nor a newer schema is ``CorruptState`` (stored data that does not fit)."""
+    keep = (CorruptState, StateTooLarge, UnsupportedSchemaVersion)
+    cls = type(exc) if isinstance(exc, keep) else CorruptState
+    return cls(f"{slot_name(*slot)}: {exc}")
+
+
+def name_error(exc: Exception, slot: Slot) -> None:
+    """Make ``exc``'s message name the slot (every load and save error does)."""
+    name = slot_name(*slot)
+    if name not in str(exc):
+        exc.args = (f"{name}: {exc}", *exc.args[1:])
+
+
+def decode_tail(rows: Sequence[Any], start: int, count: int, slot: Slot) -> list[Msg]:
+    """Decode the message rows (``rows[1:]``; ``rows[0]`` is the head).
+
+    They normally come in ``seq`` order, exactly ``start .. count-1``; another order is
+    sorted; a gap or a row past the count is ``CorruptState`` (the count disagrees).
+    """
+    tail = rows[1:]
+    if len(tail) != count - start:
+        raise CorruptState(
+            f"{slot_name(*slot)} says {count} messages but holds {len(tail)} rows from "
+            f"seq {start} (rows {start}..{count - 1} are not all present, or rows past them are)"
+        )
+    if not tail:
+        return []
+    want = list(range(start, count))
+    if [r[0] for r in tail] != want:
+        tail = sorted(tail, key=itemgetter(0))
+        if [r[0] for r in tail] != want:
+            raise CorruptState(
+                f"{slot_name(*slot)} says {count} messages but rows "
+                f"{start}..{count - 1} are not all present"
+            )
+    return decode_bodies([r[4] for r in tail], slot)
+
+
+def decode_bodies(bodies: Sequence[Any], slot: Slot) -> list[Msg]:
+    try:
+        return decode_msgs(bodies)
+    except (InvalidState, InvalidMessage) as exc:
+        raise named(exc, slot) from None
+
+
+def decode_slot(head: Any, messages: Sequence[Msg], slot: Slot) -> AgentState:
+    """The stored head decoded around ``messages``; it must name its own slot."""
+    try:
+        state = decode_head(head, messages)
+    except (InvalidState, InvalidMessage) as exc:
+        raise named(exc, slot) from None
+    return check_loaded_slot(state, *slot)
+
+
+def check_writable(head: Any, messages: Sequence[Msg], slot: Slot) -> None:
+    """Inside a save: the stored slot decodes and its schema is not newer than ours."""
+    try:
+        decode_slot(head, messages, slot)
+    except UnsupportedSchemaVersion:
+        check_schema_writable(orjson.loads(head).get("schema_version"), *slot)
+        raise
+
+
+def head_token(backend: str, head: str) -> str:
+    """What a save's compare-and-set compares the stored head with (``queries.head_match``):
+    on SQLite the head itself (in-process, a memcmp); elsewhere its MD5 (hex), so the head
+    is not sent back to the server. Not a security measure: it detects a head changed behind
+    the store's back since this instance decoded (or wrote) it."""
+    if backend == "sqlite":
+        return head
+    return hashlib.md5(head.encode("utf-8"), usedforsecurity=False).hexdigest()

@@ -34,6 +34,7 @@ from .state import (
     TasksContext,
     Todo,
     ToolContext,
+    TurnContext,
 )
 
 T = TypeVar("T")
@@ -440,6 +441,9 @@ def state_from_dict(doc: Any, *, context: Sequence[Msg] | None = None) -> AgentS
     return state
 
 
+_IDLE_TURN = TurnContext()
+
+
 def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, Any]:
     if not isinstance(state, AgentState):
         raise InvalidState(f"expected an AgentState, got {type(state).__name__}")
@@ -448,6 +452,8 @@ def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, 
         name = field.name
         if name == "extensions" or (name == "context" and not with_context):
             continue
+        if name == "turn_context" and state.turn_context == _IDLE_TURN:
+            continue  # written only while a turn is suspended: idle heads stay as they were
         doc[name] = _c.unstructure(getattr(state, name), field.type)  # hooks warmed at import
     for name, value in state.extensions.items():
         reserved_section(name)

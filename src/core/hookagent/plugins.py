@@ -64,7 +64,8 @@ class HookagentPluginManager(pluggy.PluginManager):
         self.monitors = 0
         """How many hook-call monitors are active (``HookRecorder``, tracing)."""
         self.generation = 0
-        """Bumped on every register/unregister, so callers may cache implementation lists."""
+        """Bumped on every register/unregister and monitor change, so that callers may cache
+        what they derive from the implementations."""
         # historic: every plugin registered from now on may add its own hook specs
         self.hook.hookagent_add_hookspecs.call_historic(kwargs={"pluginmanager": self})
 
@@ -72,11 +73,13 @@ class HookagentPluginManager(pluggy.PluginManager):
         """pluggy's monitoring; also tells the kernel that hook calls are being watched, so
         that a hook with no implementations is still called for the monitor to see."""
         self.monitors += 1
+        self.generation += 1
         undo = super().add_hookcall_monitoring(before, after)
 
         def undo_and_count() -> None:
             undo()
             self.monitors -= 1
+            self.generation += 1
 
         return undo_and_count
 

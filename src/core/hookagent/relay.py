@@ -63,7 +63,7 @@ class HookRelay:
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self._hook = pm.hook
-        self._observers: tuple[Any, list[Any]] = (None, [])
+        self._observers: tuple[int | None, list[Any]] = (-1, [])
 
     async def _await_none(self, name: str, results: list[Any]) -> None:
         for result in results:
@@ -140,7 +140,12 @@ class HookRelay:
     async def run_event(self, event: RunEvent) -> None:
         """Every observer sees the event, in pluggy order; one that fails is logged and
         never hides the event from the others (pluggy alone would stop at the first)."""
-        for caller in self._event_callers():
+        generation = getattr(self.pm, "generation", None)
+        if generation is None or generation != self._observers[0]:
+            callers = self._event_callers(generation)
+        else:
+            callers = self._observers[1]
+        for caller in callers:
             try:
                 for result in caller(event=event):
                     if inspect.isawaitable(result):
@@ -148,14 +153,11 @@ class HookRelay:
             except Exception:
                 _events_log.exception("a hookagent_on_run_event plugin failed")
 
-    def _event_callers(self) -> Sequence[Any]:
+    def _event_callers(self, generation: int | None) -> list[Any]:
         """One pluggy caller per observer (the hook itself when there is at most one),
-        none when nobody would see the call; cached until a plugin is (un)registered."""
-        generation = getattr(self.pm, "generation", None)
+        none when nobody would see the call; cached until a plugin is (un)registered or a
+        monitor added or removed."""
         monitored = getattr(self.pm, "monitors", 1) > 0
-        key = (generation, monitored)
-        if generation is not None and self._observers[0] == key:
-            return self._observers[1]
         hook = self._hook.hookagent_on_run_event
         impls = hook.get_hookimpls()
         callers: list[Any]
@@ -171,7 +173,7 @@ class HookRelay:
                 )
                 for impl in reversed(impls)
             ]
-        self._observers = (key, callers)
+        self._observers = (generation, callers)  # a plain pluggy manager: never reused
         return callers
 
     # ---- registration

@@ -197,7 +197,6 @@ def test_history_is_runtime_only() -> None:
         "plan_mode_context",
         "tasks_context",
         "tool_context",
-        "turn_context",
         "shutdown_interrupted",
         "schema_version",
         "some_plugin",
@@ -530,3 +529,19 @@ print(len(made))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_an_idle_turn_is_not_written_and_a_suspended_one_round_trips() -> None:
+    from hookagent.state import PendingInteraction, TurnContext
+
+    state = AgentState(session_id="s")
+    assert "turn_context" not in AgentState.from_json(state.to_json()).to_json()
+    state.turn_context = TurnContext(
+        "t1",
+        "m1",
+        [PendingInteraction("u1", "deploy", "confirm", "ok?", {"env": "prod"})],
+        [ToolResultBlock("u0", "lookup", (TextBlock("v"),))],
+        2,
+    )
+    back = AgentState.from_json(state.to_json())
+    assert back.turn_context == state.turn_context and back.turn_context.suspended

@@ -21,7 +21,7 @@ from .events import RunEvent
 from .execution import Execution
 from .gates import SessionGate
 from .kernel import Kernel
-from .messages import Msg
+from .messages import Msg, new_id
 from .models import Model
 from .persist import persist
 from .plugins import HookagentPluginManager
@@ -260,6 +260,8 @@ class Agent:
                     f"a subagent call on the parent's own session {session_id!r} would wait "
                     "for the parent forever: derive its context with its own session_id"
                 )
+        if not run.answers and ctx.turn_id is None:
+            ctx.turn_id = new_id()  # a new turn; answers take the suspended turn's id later
         info = RunInfo(
             ctx.run_id,
             self.agent_id,

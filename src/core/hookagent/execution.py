@@ -52,9 +52,9 @@ log = logging.getLogger("hookagent.loop")
 SAVE_ON_FAILURE_TIMEOUT = 30.0
 """Seconds a failed or cancelled call may spend saving its input (shielded from cancel)."""
 SUPERSEDED = "not run: the user sent new input instead of answering"
-_END = {
-    GenerateReason.SUSPENDED: ("run_suspended", "suspended"),
-    GenerateReason.INTERRUPTED: ("run_interrupted", "interrupted"),
+_END: dict[str, tuple[str, str]] = {
+    GenerateReason.SUSPENDED.value: ("run_suspended", "suspended"),
+    GenerateReason.INTERRUPTED.value: ("run_interrupted", "interrupted"),
 }
 
 
@@ -82,8 +82,8 @@ class Execution:
         try:
             state = await self.load()
             answers = self.admit(state, run.msgs, run.answers)
-            if run.info is not None:
-                run.info = attrs.evolve(run.info, turn_id=self.ctx.turn_id)
+            if run.info is not None and run.info.turn_id != self.ctx.turn_id:
+                run.info = attrs.evolve(run.info, turn_id=self.ctx.turn_id)  # answers only
         except BaseException as exc:
             await self.emit("run_started")
             await self.failed(exc)  # refused before any input was taken: nothing is saved
@@ -316,22 +316,22 @@ class Execution:
         return reply
 
     async def finish(self, state: AgentState, reply: Msg) -> Msg:
-        reason = GenerateReason(reply.metadata[GENERATE_REASON])
+        reason: str = reply.metadata[GENERATE_REASON]  # a GenerateReason value
         kind, outcome = _END.get(reason, ("run_finished", "success"))
-        shutdown = reason is GenerateReason.INTERRUPTED and self.run.control.reason == "shutdown"
+        shutdown = reason == GenerateReason.INTERRUPTED and self.run.control.reason == "shutdown"
         if shutdown:
             state.shutdown_interrupted, outcome = True, "shutdown"
-        if reason is not GenerateReason.SUSPENDED:
+        if reason != GenerateReason.SUSPENDED:
             state.turn_context = TurnContext()
         try:
             await self.persist(state, outcome)
         except BaseException as exc:  # a lost compare-and-set, an unavailable store
             await self.failed(exc)
             raise
-        data: dict[str, Any] = {"outcome": reason.value, "reply_id": reply.id}
-        if reason is GenerateReason.SUSPENDED:
+        data: dict[str, Any] = {"outcome": reason, "reply_id": reply.id}
+        if reason == GenerateReason.SUSPENDED:
             data.update(kind=reply.metadata[SUSPEND_KIND], pending=reply.metadata["pending"])
-        elif reason is GenerateReason.INTERRUPTED:
+        elif reason == GenerateReason.INTERRUPTED:
             data["reason"] = self.run.control.reason
         await self.emit(kind, **data)
         return reply

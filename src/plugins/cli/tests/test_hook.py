@@ -53,7 +53,9 @@ def test_hook_hookagent_register_cli_commands(pm) -> None:  # type: ignore[no-un
 
 def test_a_command_registered_twice_names_both_plugins(pm) -> None:  # type: ignore[no-untyped-def]
     pm.register(_plugin("hookagent_other_run", "run"), name="other-run")
-    with pytest.raises(HookContractError, match="'run' is registered twice: by 'other-run' and by 'cli'"):
+    with pytest.raises(
+        HookContractError, match="'run' is registered twice: by 'other-run' and by 'cli'"
+    ):
         collect_commands(pm)
 
 

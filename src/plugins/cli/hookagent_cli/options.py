@@ -12,6 +12,7 @@ from hookagent import AgentConfig, StateNotPersistedWarning
 from hookagent.errors import StoreConfigurationError
 from hookagent.store.ids import check_id
 
+from .gates import CliSessionGate
 from .specs import load_plugins, load_tools
 
 DEFAULT_USER = "local"
@@ -103,8 +104,11 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
     }
     if "tools" not in overrides:  # sessions pass tools=(): they never import the user's
         settings["tools"] = [*(DEMO_TOOLS if demo_tools else ()), *load_tools(args.tool)]
+    gate = CliSessionGate(settings["agent_id"])
+    settings["session_gate"] = gate
     settings.update(overrides)
     config = AgentConfig(**settings)
+    gate.kernel = config.kernel
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StateNotPersistedWarning)
         config.kernel  # noqa: B018 - binds plugins, model and store now, so errors show here

@@ -19,6 +19,7 @@ import anyio.from_thread
 from hookagent import AgentConfig, AgentRun, RuntimeContext
 from hookagent.messages import Msg
 
+from .gates import CliSessionGate
 from .printer import EventPrinter, ProgressLog, ToolResultTap
 
 
@@ -77,6 +78,9 @@ class CallRunner:
         """Run one call to its reply; Ctrl-C interrupts it, a second Ctrl-C raises ``Leave``."""
         assert self.portal is not None
         self.progress.printer = printer
+        gate = self.config.session_gate
+        if isinstance(gate, CliSessionGate):
+            gate.notify = lambda text: printer.line(f"{printer.indent}· {text}")
         try:
             return self._wait(
                 self.portal.start_task_soon(self._call, text, printer), interrupt_message

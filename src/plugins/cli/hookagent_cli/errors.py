@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookagent.errors import HookagentError, SessionStoreError
+from hookagent.errors import HookagentError, InvalidState, SessionStoreError
 
 
 class SessionNotFound(SessionStoreError):
@@ -47,3 +47,15 @@ class SpecAttributeNotFound(BadImportSpec):
 
 class SpecNotCallable(BadImportSpec):
     """``--tool`` names something that is not a function."""
+
+
+class ForeignStateFormat(InvalidState):
+    """``sessions import`` was given a file in neither format it reads."""
+
+
+class AgentScopeFormatError(InvalidState):
+    """An AgentScope AgentState file that does not fit its format, naming the JSON path."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"AgentScope state: {path}: {problem}")

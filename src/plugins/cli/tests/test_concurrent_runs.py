@@ -146,7 +146,7 @@ def test_the_lock_gate_times_out_with_session_busy(tmp_path) -> None:
 
     async def main() -> None:
         async with gate.acquire("u", "s"):
-            with pytest.raises(SessionBusy, match="stayed busy for 0.2s"):
+            with pytest.raises(SessionBusy, match=r"stayed busy for 0\.2s"):
                 async with gate.acquire("u", "s", timeout=0.2, notify=told.append):
                     pass
             async with gate.acquire("u", "other", notify=told.append):  # other slots run

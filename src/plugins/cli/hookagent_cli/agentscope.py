@@ -117,7 +117,10 @@ def from_agentscope(doc: Any) -> dict[str, Any]:
         ext["extra"] = extra
     ours = doc.get(OUR_EXTENSIONS)
     if ours is not None:
-        out.update(want(ours, dict, f"$.{OUR_EXTENSIONS}", "an object"))
+        for name, value in want(ours, dict, f"$.{OUR_EXTENSIONS}", "an object").items():
+            if name in TOP or name in ("schema_version", EXTENSION):
+                raise fail(f"$.{OUR_EXTENSIONS}.{name}", "is not a plugin section name")
+            out[name] = value
     if ext:
         out[EXTENSION] = ext
     return out

@@ -158,6 +158,9 @@ def test_our_own_state_exports_to_agentscope_and_back() -> None:
     assert again.tasks_context == state.tasks_context
     assert again.extensions["memory"] == {"notes": ["likes trains"]}
     assert again.summary == "so far"
+    out["hookagent_extensions"]["context"] = []  # never a way round the converter's checks
+    with pytest.raises(AgentScopeFormatError, match=r"hookagent_extensions\.context: is not a"):
+        from_agentscope(out)
 
 
 BROKEN = [

@@ -108,10 +108,9 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
     settings["session_gate"] = gate
     settings.update(overrides)
     config = AgentConfig(**settings)
-    gate.kernel = config.kernel
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StateNotPersistedWarning)
-        config.kernel  # noqa: B018 - binds plugins, model and store now, so errors show here
+        gate.kernel = config.kernel  # binds plugins, model and store now, so errors show here
     if any(issubclass(w.category, StateNotPersistedWarning) for w in caught):
         raise StoreConfigurationError(
             "no store plugin provides a persistent default store (is hookagent-store-jsonfile "

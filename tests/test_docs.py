@@ -166,3 +166,69 @@ def test_the_adapter_writer_gaps_stay_documented() -> None:
     assert "are not JSON documents" in docs["stores.md"]
     for page in ("README.md", "docs/stores.md"):
         assert "JSON files" not in (ROOT / page).read_text(), page
+
+
+# --------------------------------------------------------------------------- plugin hookspecs
+# A plugin that publishes hooks (a ``hookspecs.py`` of its own) is held to the core's rule:
+# every hook documented on some page under docs/ with a section headed by its exact
+# signature (a runnable or compiling example, "Used by:", every parameter described), and
+# tested by a function named ``test_hook_<name>``.
+
+
+def _plugin_hookspecs() -> dict[str, tuple[str, object]]:
+    import importlib
+
+    found: dict[str, tuple[str, object]] = {}
+    for path in sorted((ROOT / "src" / "plugins").glob("*/*/hookspecs.py")):
+        module = importlib.import_module(f"{path.parent.name}.hookspecs")
+        where = path.relative_to(ROOT).as_posix()
+        for name, func in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("hookagent_") and func.__module__ == module.__name__:
+                found[name] = (where, func)
+    return found
+
+
+PLUGIN_HOOKS = _plugin_hookspecs()
+PLUGIN_HEADING = re.compile(r"^(#{2,3}) `(hookagent_\w+)\(([^)]*)\)`$", flags=re.M)
+
+
+def _plugin_hook_sections() -> dict[str, tuple[str, str, str]]:
+    """hook name -> (page, documented parameters, the section's text)."""
+    sections: dict[str, tuple[str, str, str]] = {}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if page.name == "hooks.md":
+            continue  # the core's page: checked above
+        text = page.read_text()
+        for match in PLUGIN_HEADING.finditer(text):
+            level, name, params = match.groups()
+            rest = text[match.end() :]
+            end = re.search(rf"^#{{1,{len(level)}}} ", rest, flags=re.M)
+            body = rest[: end.start()] if end else rest
+            sections[name] = (page.relative_to(ROOT).as_posix(), params, body)
+    return sections
+
+
+def test_plugin_hookspecs_are_found() -> None:
+    assert "hookagent_register_cli_commands" in PLUGIN_HOOKS  # the rule looks where they are
+
+
+@pytest.mark.parametrize("name", sorted(PLUGIN_HOOKS))
+def test_plugin_hook_is_documented_with_its_exact_signature(name: str) -> None:
+    where, func = PLUGIN_HOOKS[name]
+    sections = _plugin_hook_sections()
+    assert name in sections, f"{name} ({where}): no docs page has a section headed `{name}(...)`"
+    page, params, body = sections[name]
+    signature = inspect.signature(func)  # type: ignore[arg-type]
+    expected = ", ".join(signature.parameters)
+    assert params == expected, f"{page} says {name}({params}), the spec is {name}({expected})"
+    assert "```python" in body, f"{page}: {name} has no example"
+    assert "Used by:" in body, f"{page}: {name} does not say which plugins use it"
+    for param in signature.parameters:
+        assert f"`{param}`" in body, f"{page}: {name}: parameter {param} is not described"
+    assert func.__doc__ and "Result" in func.__doc__, f"{where}: {name} has no Result docstring"
+
+
+def test_every_plugin_hook_has_a_test_hook_function() -> None:
+    sources = "".join(p.read_text() for p in (ROOT / "src").rglob("test_*.py"))
+    missing = [n for n in PLUGIN_HOOKS if f"def test_hook_{n}(" not in sources]
+    assert missing == []

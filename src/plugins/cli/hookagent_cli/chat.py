@@ -20,6 +20,14 @@ from .render import history_lines, show_state
 from .runner import CallRunner, Leave
 
 HELP = "/history shows the conversation, /clear clears it, /exit leaves"
+AFTER_ERROR = "type another message to go on, or /exit to leave"
+
+
+def one_line(exc: BaseException) -> str:
+    """``TypeName: message`` on one line, as ``hookagent: error:`` prints it."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {' '.join(str(exc).split()) or '(no message)'}"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
             except Leave:
                 print("\nleaving; the state was saved.", file=out)
                 return 130
+            except Exception as exc:  # a model or store error ends this call, not the chat
+                printer.line(f"{printer.indent}· failed: {one_line(exc)}")
+                printer.line(f"{printer.indent}  (your message was saved; {AFTER_ERROR})")
+                continue
             printer.reply(reply.id, reply.text)
     print("bye: the conversation is saved; run the same command to resume it.", file=out)
     return 0

@@ -10,7 +10,7 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .commands import CommandRegistry
 from .options import add_common
@@ -46,12 +46,20 @@ def build_parser(registry: CommandRegistry) -> Parser:
     return parser
 
 
-def collect_commands(pm: object) -> CommandRegistry:
+def collect_commands(pm: Any) -> CommandRegistry:
+    """Ask every plugin for its commands, through pluggy (so hook monitors see each call).
+
+    Each plugin is called through a subset caller holding only its own implementation, so
+    the registry knows which plugin registered what and a clash can name both.
+    """
     registry = CommandRegistry()
-    hook = pm.hook.hookagent_register_cli_commands  # type: ignore[attr-defined]
-    for impl in reversed(hook.get_hookimpls()):  # registration order
+    name = "hookagent_register_cli_commands"
+    impls = list(reversed(getattr(pm.hook, name).get_hookimpls()))  # pluggy call order
+    plugins = [impl.plugin for impl in impls]
+    for impl in impls:
         registry.plugin = impl.plugin_name
-        impl.function(*[{"register": registry}[a] for a in impl.argnames])
+        others = [p for p in plugins if p is not impl.plugin]
+        pm.subset_hook_caller(name, remove_plugins=others)(register=registry)
     return registry
 
 

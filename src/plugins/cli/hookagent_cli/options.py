@@ -12,6 +12,9 @@ from hookagent import AgentConfig, StateNotPersistedWarning
 from hookagent.errors import StoreConfigurationError
 from hookagent.store.ids import check_id
 
+from .gates import CliSessionGate
+from .specs import load_plugins, load_tools
+
 DEFAULT_USER = "local"
 DEFAULT_SESSION = "default"
 DEFAULT_AGENT_ID = "hookagent"
@@ -41,6 +44,20 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="offer the demo tools get_weather and slow_count (default: on with --model demo)",
+    )
+    group.add_argument(
+        "--tool",
+        metavar="MODULE:FUNCTION",
+        action="append",
+        default=[],
+        help="offer this function as a tool (repeatable); the current directory is searched",
+    )
+    group.add_argument(
+        "--plugin",
+        metavar="MODULE[:NAME]",
+        action="append",
+        default=[],
+        help="register this module (or an object in it) as a plugin, for this command only",
     )
     group.add_argument("--user", default=None, help=f"user id (default: {DEFAULT_USER})")
     group.add_argument("--session", default=None, help=f"session id (default: {DEFAULT_SESSION})")
@@ -76,19 +93,24 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
     from hookagent_model_demo import DEMO_TOOLS
 
     demo_tools = args.demo_tools if args.demo_tools is not None else args.model == "demo"
+    extra_plugins = list(overrides.pop("plugins", ()))
     settings: dict[str, Any] = {
         "name": "hookagent-cli",
         "agent_id": check_id(args.agent_id, "agent_id"),
         "model": args.model,
         "model_options": model_options(args.model_option),
-        "tools": DEMO_TOOLS if demo_tools else (),
+        "plugins": [*load_plugins(getattr(args, "plugin", [])), *extra_plugins],
         "state_store": args.store,
     }
+    if "tools" not in overrides:  # sessions pass tools=(): they never import the user's
+        settings["tools"] = [*(DEMO_TOOLS if demo_tools else ()), *load_tools(args.tool)]
+    gate = CliSessionGate(settings["agent_id"])
+    settings["session_gate"] = gate
     settings.update(overrides)
     config = AgentConfig(**settings)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StateNotPersistedWarning)
-        config.kernel  # noqa: B018 - binds plugins, model and store now, so errors show here
+        gate.kernel = config.kernel  # binds plugins, model and store now, so errors show here
     if any(issubclass(w.category, StateNotPersistedWarning) for w in caught):
         raise StoreConfigurationError(
             "no store plugin provides a persistent default store (is hookagent-store-jsonfile "

@@ -1,8 +1,9 @@
 """The CLI's plugin manager: the kernel's, plus the CLI hook specification before loading.
 
-The kernel does not replay ``hookagent_add_hookspecs`` itself, so the CLI makes that historic
-call first: every plugin that adds hook specifications gets to add them as it is registered,
-and ``check_pending`` then validates the implementations against them.
+The kernel's manager makes the historic ``hookagent_add_hookspecs`` call when it is created,
+so every plugin that adds hook specifications adds them as it is registered; the CLI adds its
+own specification first (its plugin is registered last), and ``check_pending`` then validates
+the implementations against them.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ def cli_plugin_manager(*, strict: bool | None = None) -> HookagentPluginManager:
     blocked = [b.strip() for b in os.environ.get("HOOKAGENT_BLOCKED_PLUGINS", "").split(",")]
     blocked = [b for b in blocked if b]
     pm = create_plugin_manager(autoload=False, blocked=blocked)
-    add_specs = pm.hook.hookagent_add_hookspecs
-    if not getattr(add_specs, "_call_history", None):  # unless the kernel made the call already
-        add_specs.call_historic(kwargs={"pluginmanager": pm})
     caller = getattr(pm.hook, "hookagent_register_cli_commands", None)
     if caller is None or caller.spec is None:
         pm.add_hookspecs(hookspecs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, TextIO
 
 from hookagent import RunEvent
@@ -48,6 +49,7 @@ class EventPrinter:
         self._deltas = False
         self.version: int | None = None
         self.state: AgentState | None = None
+        self.loaded = 0  # messages in the slot when the call loaded it
 
     def _write(self, text: str) -> None:
         self.out.write(text)
@@ -86,20 +88,61 @@ class EventPrinter:
             result = self.tap.results.get(data.get("tool_use_id", ""))
             said = f": {short(result.text, 70)}" if result is not None else ""
             self.line(f"{self.indent}· {data.get('tool')} → {data.get('state')}{said}")
+        elif kind == "state_loaded":
+            self.loaded = int(data.get("messages") or 0)
         elif kind == "state_persisted":
             self.version = data.get("version")
         elif kind == "run_interrupted":
-            self.line(
-                f"{self.indent}· interrupted ({data.get('reason')}): open tool calls closed as "
-                f"'interrupted', state saved at version {self.version}"
+            closed = _interrupted_results(state, self.loaded)
+            what = (
+                f"{closed} open tool call{'s' if closed != 1 else ''} closed as 'interrupted', "
+                if closed
+                else ""
             )
-        elif kind == "run_failed":
-            self.line(f"{self.indent}· failed: {data.get('error')}")
+            self.line(
+                f"{self.indent}· interrupted ({data.get('reason')}): {what}"
+                f"state saved at version {self.version}"
+            )
+        # run_failed: the caller prints the error once (chat: a progress line; run: the
+        # one-line "hookagent: error: ...")
 
     def reply(self, reply_id: str, text: str) -> None:
         """Print the final reply unless it was already streamed."""
         if reply_id not in self.streamed:
             self.line(f"{self.prompt}{text}")
+
+
+class ProgressLog(logging.Handler):
+    """Warnings logged during a call (a model provider's retries, ...) as progress lines.
+
+    Installed on the root logger while a command runs calls, so nothing reaches Python's
+    bare last-resort handler; outside a call a record goes to ``fallback`` as one line.
+    """
+
+    def __init__(self, fallback: TextIO) -> None:
+        super().__init__(logging.WARNING)
+        self.fallback = fallback
+        self.printer: EventPrinter | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().split())
+        except Exception:  # a bad format string must not break the call
+            text = str(record.msg)
+        kind = "retrying" if "; retry " in text else "warning"
+        printer = self.printer
+        if printer is not None:
+            printer.line(f"{printer.indent}· {kind}: {text}")
+        else:
+            self.fallback.write(f"hookagent: {kind}: {text}\n")
+            self.fallback.flush()
+
+
+def _interrupted_results(state: AgentState | None, start: int) -> int:
+    """How many tool results this call closed as 'interrupted' (after its loaded prefix)."""
+    if state is None:
+        return 0
+    return sum(1 for m in state.context[start:] for r in m.tool_results if r.state == "interrupted")
 
 
 def _find_use(state: AgentState | None, use_id: str | None) -> ToolUseBlock | None:

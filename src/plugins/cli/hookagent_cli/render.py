@@ -62,10 +62,25 @@ def history_lines(messages: Iterable[Msg], start: int = 1, width: int = 100) -> 
 
 
 def pairing(messages: Sequence[Msg]) -> tuple[int, int, list[str]]:
-    """(tool calls, results, ids of calls without a result): the history's key invariant."""
-    uses = [u.id for m in messages for u in m.tool_uses]
-    results = {r.id for m in messages for r in m.tool_results}
-    return len(uses), len(results), [u for u in uses if u not in results]
+    """(tool calls, results, ids of calls without a result): the history's key invariant.
+
+    Matched in order, as the model sees them: a result answers the latest open call with its
+    id, so a server that reuses ids across turns ("call_0" every time) still counts right.
+    """
+    calls = results = 0
+    open_ids: list[str] = []
+    for msg in messages:
+        for block in msg.content:
+            if isinstance(block, ToolUseBlock):
+                calls += 1
+                open_ids.append(block.id)
+            elif isinstance(block, ToolResultBlock):
+                results += 1
+                for i in range(len(open_ids) - 1, -1, -1):
+                    if open_ids[i] == block.id:
+                        del open_ids[i]
+                        break
+    return calls, results, open_ids
 
 
 def section_lines(state: AgentState) -> list[str]:

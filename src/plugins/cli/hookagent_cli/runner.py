@@ -9,6 +9,8 @@ the second one cancels it and leaves.
 from __future__ import annotations
 
 import contextlib
+import logging
+import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -17,7 +19,8 @@ import anyio.from_thread
 from hookagent import AgentConfig, AgentRun, RuntimeContext
 from hookagent.messages import Msg
 
-from .printer import EventPrinter, ToolResultTap
+from .gates import CliSessionGate
+from .printer import EventPrinter, ProgressLog, ToolResultTap
 
 
 class Leave(Exception):
@@ -37,9 +40,19 @@ class CallRunner:
         self.run: AgentRun | None = None
         self.last_run_id: str | None = None
         self.on_interrupt: Any = None
+        self.progress = ProgressLog(sys.stderr)
 
     @contextlib.contextmanager
     def open(self) -> Iterator[CallRunner]:
+        root = logging.getLogger()
+        root.addHandler(self.progress)
+        with contextlib.ExitStack() as stack:
+            stack.callback(root.removeHandler, self.progress)
+            with self._portal() as runner:
+                yield runner
+
+    @contextlib.contextmanager
+    def _portal(self) -> Iterator[CallRunner]:
         with anyio.from_thread.start_blocking_portal() as portal:
             self.portal = portal
             try:
@@ -64,11 +77,24 @@ class CallRunner:
     def call(self, text: str, printer: EventPrinter, interrupt_message: str | None = None) -> Msg:
         """Run one call to its reply; Ctrl-C interrupts it, a second Ctrl-C raises ``Leave``."""
         assert self.portal is not None
-        future = self.portal.start_task_soon(self._call, text, printer)
+        self.progress.printer = printer
+        gate = self.config.session_gate
+        if isinstance(gate, CliSessionGate):
+            gate.notify = lambda text: printer.line(f"{printer.indent}· {text}")
+        try:
+            return self._wait(
+                self.portal.start_task_soon(self._call, text, printer), interrupt_message
+            )
+        finally:
+            self.progress.printer = None
+
+    def _wait(self, future: Any, interrupt_message: str | None) -> Msg:
+        assert self.portal is not None
         interrupted = False
         while True:
             try:
-                return future.result(timeout=0.05)
+                got: Msg = future.result(timeout=0.05)
+                return got
             except TimeoutError:
                 continue
             except KeyboardInterrupt:

@@ -11,13 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 from hookagent import UNCONDITIONAL, AgentConfig, AgentState, VersionConflict
+from hookagent.state import History
 from hookagent.store import MAX_PAGE_LIMIT
 from hookagent.store.ids import check_id
 
 from .errors import SessionExists, SessionNotFound
 from .options import DEFAULT_USER, add_common, build_config, describe_store, slot
 from .render import as_json, show_state
+from .statefile import EXPORTS, FORMATS, read_state, write_state
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,9 +37,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p = sub.add_parser("export", help="print the session as JSON (or write it to a file)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically)")
+    p.add_argument(
+        "--to",
+        choices=EXPORTS,
+        default="hookagent",
+        help="the format: ours (default), AgentScope's (Python 2.x spelling) or agentscope-java",
+    )
     p = sub.add_parser("import", help="create a session from exported JSON")
     p.add_argument("file", help="the JSON file ('-' for stdin)")
     p.add_argument("--force", action="store_true", help="overwrite an existing session")
+    p.add_argument(
+        "--from",
+        dest="source_format",
+        choices=FORMATS,
+        default="auto",
+        help="the file's format (default: recognised from its content)",
+    )
     for action in sub.choices.values():
         add_common(action)
 
@@ -133,7 +149,7 @@ async def _delete(args: argparse.Namespace, store: Any, config: AgentConfig) -> 
 
 async def _export(args: argparse.Namespace, store: Any, config: AgentConfig) -> int:
     _, session, state, version = await _load(args, store)
-    text = state.to_json()
+    text = write_state(state, args.to)
     if args.output:
         _write_atomically(Path(args.output), text)
         print(f"exported session {session!r} (version {version}) to {args.output}", file=sys.stderr)
@@ -143,19 +159,35 @@ async def _export(args: argparse.Namespace, store: Any, config: AgentConfig) -> 
 
 
 async def _import(args: argparse.Namespace, store: Any, config: AgentConfig) -> int:
-    state = AgentState.from_json(args.payload)
-    if args.user is not None:
-        state.user_id = check_id(args.user, "user_id", allow_empty=True)
-    if args.session is not None:
-        state.session_id = check_id(args.session, "session_id")
-    user, session = state.user_id, state.session_id
-    state.context.replace(list(state.context))  # nothing of it is stored yet: write it whole
+    """Into the slot named by --user/--session (default: the file's), never elsewhere.
+
+    The state is re-addressed explicitly, with a fresh History that nothing has stored yet
+    (so every message is written); without --force an existing slot is never overwritten.
+    """
+    source = "stdin" if args.file == "-" else args.file
+    state, kind = read_state(args.payload, source, args.source_format)
+    was = (state.user_id, state.session_id)
+    user = was[0] if args.user is None else check_id(args.user, "user_id", allow_empty=True)
+    session = was[1] if args.session is None else check_id(args.session, "session_id")
+    state = attrs.evolve(
+        state, user_id=user, session_id=session, context=History(list(state.context))
+    )
     expected: Any = UNCONDITIONAL if args.force else 0
-    try:
-        version = await store.save_if_version(user, session, state, expected)
-    except VersionConflict as exc:
-        raise SessionExists(user, session, exc.actual) from exc
-    print(f"imported session {session!r} of user {user!r}: version {version}")
+    gate = config.session_gate or config.kernel.gate
+    async with gate.acquire(user, session) as fence:
+        try:
+            version = await store.save_if_version(user, session, state, expected, fence=fence)
+        except VersionConflict as exc:
+            raise SessionExists(user, session, exc.actual) from exc
+    moved = (
+        ""
+        if (user, session) == was
+        else (f" (re-addressed: the file is session {was[1]!r} of user {was[0]!r})")
+    )
+    print(
+        f"imported {'an AgentScope state' if kind == 'agentscope' else 'the session'} into "
+        f"session {session!r} of user {user!r}: version {version}{moved}"
+    )
     return 0
 
 

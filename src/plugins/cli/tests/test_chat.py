@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from hookagent import AgentState
-from hookagent_model_openai.testing import fake_openai_server, text_stream, tool_call_stream
+from hookagent_model_openai.testing import (
+    error_reply,
+    fake_openai_server,
+    text_stream,
+    tool_call_stream,
+)
 
 PROMPT = r"you> "
 
@@ -38,7 +43,7 @@ def test_chat_with_the_demo_model_interrupt_and_resume(pty_cli, hk) -> None:
     chat.expect(r"· calling slow_count\(n=30\)")
     chat.send("\x03")  # Ctrl-C on the terminal: SIGINT to the chat, mid-tool
     chat.expect(r"\^C interrupting… \(Ctrl-C again to quit\)")
-    chat.expect(r"· interrupted \(user\): open tool calls closed as 'interrupted', state saved")
+    chat.expect(r"· interrupted \(user\): 1 open tool call closed as 'interrupted', state saved")
     chat.expect(r"agent> \[interrupted\]")
     chat.expect(PROMPT)  # the chat goes on
 
@@ -126,3 +131,67 @@ def test_chat_against_an_openai_compatible_server(pty_cli, hk, cli_env) -> None:
     results = assert_consistent(state)
     assert results == {"call_w": "success", "call_c": "interrupted"}
     assert state.context[-1].text == "Understood, stopped."
+
+
+def openai_env(cli_env):
+    env = {
+        **cli_env,
+        "HOOKAGENT_BLOCKED_PLUGINS": "store-sql,store-redis,example-tools,example-store",
+    }
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HOOKAGENT_OPENAI_BASE_URL"):
+        env.pop(name, None)
+    return env
+
+
+def test_chat_reports_a_model_error_and_goes_on(pty_cli, hk, cli_env) -> None:
+    env = openai_env(cli_env)
+    script = [
+        error_reply(401, "the key is wrong", code="invalid_api_key"),  # not retried
+        error_reply(503, "overloaded"),  # retried once: a progress line, not a log line
+        text_stream(["Back ", "again."]),
+        text_stream(["Still ", "here."]),
+    ]
+    with fake_openai_server(script) as server:
+        chat = pty_cli(
+            "chat",
+            "--user",
+            "pia",
+            "--session",
+            "e1",
+            "--model",
+            "openai",
+            "--model-option",
+            "model=fake-model",
+            "--model-option",
+            f"base_url={server.base_url}",
+            "--model-option",
+            "backoff_base=0.01",
+            env=env,
+        )
+        chat.expect(PROMPT)
+        chat.send("hello?\n")
+        failed = chat.expect(r"· failed: (\w+): ([^\n]*)\n")
+        assert failed.group(1) == "ModelAuthError" and "the key is wrong" in failed.group(2)
+        chat.expect(r"your message was saved; type another message to go on, or /exit")
+        chat.expect(PROMPT)  # the chat is still open
+
+        chat.send("are you there?\n")
+        chat.expect(r"· retrying: openai:fake-model: [^\n]*overloaded[^\n]*; retry 1 in ")
+        chat.expect(r"agent> Back again\.")
+        chat.expect(PROMPT)
+        chat.send("and now?\n")
+        chat.expect(r"agent> Still here\.")
+        chat.expect(PROMPT)
+        chat.send("/exit\n")
+        assert chat.wait() == 0
+        assert server.attempts == 4
+        # the model saw the whole conversation, the failed turn's input included
+        sent = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] == "user"]
+        assert sent == ["hello?", "are you there?", "and now?"]
+    out = chat.output
+    assert out.count("the key is wrong") == 1  # printed once
+    assert "Traceback" not in out and "WARNING" not in out
+    assert "hookagent: error:" not in out
+    state = saved(hk, "pia", "e1", env=env)
+    assert [m.role for m in state.context] == ["user", "user", "assistant", "user", "assistant"]
+    assert state.context[-1].text == "Still here."

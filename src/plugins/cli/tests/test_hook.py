@@ -1,0 +1,70 @@
+"""The CLI's own hook, called through pluggy: monitors see it, clashes name both plugins."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+
+import pytest
+from hookagent.errors import HookContractError
+from hookagent.hookspecs import hookimpl
+from hookagent.testing import HookRecorder
+from hookagent_cli.main import build_parser, collect_commands
+from hookagent_cli.pm import cli_plugin_manager
+
+
+def _plugin(name: str, command: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+
+    def run(args: argparse.Namespace) -> int:
+        return 7
+
+    @hookimpl(optionalhook=True)
+    def hookagent_register_cli_commands(register):  # type: ignore[no-untyped-def]
+        register(command, help="a test command", configure=lambda p: None, run=run)
+
+    module.hookagent_register_cli_commands = hookagent_register_cli_commands  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.fixture
+def pm(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HOOKAGENT_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return cli_plugin_manager()
+
+
+def test_hook_hookagent_register_cli_commands(pm) -> None:  # type: ignore[no-untyped-def]
+    pm.register(_plugin("hookagent_prune", "prune"), name="prune-plugin")
+    recorder = HookRecorder(pm)
+    try:
+        registry = collect_commands(pm)
+    finally:
+        recorder.close()
+    calls = recorder.named("hookagent_register_cli_commands")
+    # one call per implementing plugin, each seen by the monitor, in pluggy's call order
+    assert [c.plugins for c in calls] == [("prune-plugin",), ("cli",)]
+    assert all(c.kwargs["register"] is registry for c in calls)
+    assert registry.commands["prune"].plugin == "prune-plugin"
+    assert registry.commands["chat"].plugin == "cli"
+    args = build_parser(registry).parse_args(["prune"])
+    assert args.handler(args) == 7
+
+
+def test_a_command_registered_twice_names_both_plugins(pm) -> None:  # type: ignore[no-untyped-def]
+    pm.register(_plugin("hookagent_other_run", "run"), name="other-run")
+    with pytest.raises(
+        HookContractError, match="'run' is registered twice: by 'other-run' and by 'cli'"
+    ):
+        collect_commands(pm)
+
+
+def test_the_plugin_manager_reads_no_private_pluggy_state() -> None:
+    import inspect
+
+    from hookagent_cli import main, pm
+
+    for module in (main, pm):
+        assert "_call_history" not in inspect.getsource(module)
+        assert "impl.function" not in inspect.getsource(module)
+    assert sys.modules["hookagent_cli.pm"] is pm

@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Iterator
 
+from .answers import ask_in_chat, pending_of
 from .options import build_config, describe_store, slot
 from .printer import EventPrinter, ToolResultTap
 from .render import history_lines, show_state
@@ -88,7 +89,21 @@ def run(args: argparse.Namespace) -> int:
                 printer.line(f"{printer.indent}· failed: {one_line(exc)}")
                 printer.line(f"{printer.indent}  (your message was saved; {AFTER_ERROR})")
                 continue
-            printer.reply(reply.id, reply.text)
+            while pending := pending_of(reply):
+                answers = ask_in_chat(pending, lambda prompt: read_line(prompt, out), out)
+                if not answers:
+                    print("  (still waiting; answer later in chat or with hookagent run)", file=out)
+                    break
+                try:
+                    reply = runner.call(None, printer, answers=answers)
+                except Leave:
+                    print("\nleaving; the state was saved.", file=out)
+                    return 130
+                except Exception as exc:
+                    printer.line(f"{printer.indent}· failed: {one_line(exc)}")
+                    break
+            else:
+                printer.reply(reply.id, reply.text)
     print("bye: the conversation is saved; run the same command to resume it.", file=out)
     return 0
 

@@ -22,9 +22,10 @@ class ToolResultTap:
 
     @hookimpl
     def hookagent_wrap_tool_call(self) -> Any:
-        async def middleware(call: ToolCall, ctx: Any, call_next: Any) -> ToolResultBlock:
-            result: ToolResultBlock = await call_next(call)
-            self.results[result.id] = result
+        async def middleware(call: ToolCall, ctx: Any, call_next: Any) -> Any:
+            result = await call_next(call)
+            if isinstance(result, ToolResultBlock):  # not a pending interaction
+                self.results[result.id] = result
             return result
 
         return middleware
@@ -88,6 +89,10 @@ class EventPrinter:
             result = self.tap.results.get(data.get("tool_use_id", ""))
             said = f": {short(result.text, 70)}" if result is not None else ""
             self.line(f"{self.indent}· {data.get('tool')} → {data.get('state')}{said}")
+        elif kind == "tool_suspended":
+            self.line(f"{self.indent}· {data.get('tool')} waits ({data.get('kind')})")
+        elif kind == "interaction_resolved":
+            self.line(f"{self.indent}· answer {data.get('answer')} for {data.get('tool_use_id')}")
         elif kind == "state_loaded":
             self.loaded = int(data.get("messages") or 0)
         elif kind == "state_persisted":

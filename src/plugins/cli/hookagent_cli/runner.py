@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 import anyio
 import anyio.from_thread
-from hookagent import AgentConfig, AgentRun, RuntimeContext
+from hookagent import AgentConfig, AgentRun, Answer, RuntimeContext
 from hookagent.messages import Msg
 
 from .gates import CliSessionGate
@@ -74,8 +74,15 @@ class CallRunner:
         got = await store.get_versioned(self.user_id, self.session_id)
         return got.state, got.version
 
-    def call(self, text: str, printer: EventPrinter, interrupt_message: str | None = None) -> Msg:
-        """Run one call to its reply; Ctrl-C interrupts it, a second Ctrl-C raises ``Leave``."""
+    def call(
+        self,
+        text: str | None,
+        printer: EventPrinter,
+        interrupt_message: str | None = None,
+        answers: Sequence[Answer] = (),
+    ) -> Msg:
+        """Run one call to its reply (``answers`` continue a suspended turn); Ctrl-C
+        interrupts it, a second Ctrl-C raises ``Leave``."""
         assert self.portal is not None
         self.progress.printer = printer
         gate = self.config.session_gate
@@ -83,7 +90,8 @@ class CallRunner:
             gate.notify = lambda text: printer.line(f"{printer.indent}· {text}")
         try:
             return self._wait(
-                self.portal.start_task_soon(self._call, text, printer), interrupt_message
+                self.portal.start_task_soon(self._call, text, printer, tuple(answers)),
+                interrupt_message,
             )
         finally:
             self.progress.printer = None
@@ -110,9 +118,11 @@ class CallRunner:
                 if run is not None:
                     self.portal.call(run.interrupt, interrupt_message)
 
-    async def _call(self, text: str, printer: EventPrinter) -> Msg:
+    async def _call(
+        self, text: str | None, printer: EventPrinter, answers: tuple[Answer, ...] = ()
+    ) -> Msg:
         ctx = RuntimeContext(user_id=self.user_id, session_id=self.session_id)
-        run = self.agent.prepare_call(text, ctx)
+        run = self.agent.prepare_call(text, ctx, answers=answers)
         self.run = run
         self.last_run_id = run.run_id
 

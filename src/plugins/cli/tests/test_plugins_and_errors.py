@@ -97,7 +97,7 @@ ERRORS = [
     (["run", "--model-option", "delay=-1", "hi"], 1, "ModelError: model 'demo': delay must be"),
     (["run", "--model-option", "novalue", "hi"], 1, "ValueError: --model-option expects KEY=VALUE"),
     (["sessions", "list", "--limit", "0"], 1, "ValueError: --limit must be between 1 and 10000"),
-    (["run"], 2, "usage: the following arguments are required: message"),
+    (["run"], 2, "usage: give a message, or answers (--approve/--reject/--result) to a"),
     (["bogus"], 2, "usage: argument COMMAND: invalid choice: 'bogus'"),
     (["sessions", "list", "--limit", "x"], 2, "usage: argument --limit: invalid int value"),
 ]

@@ -28,6 +28,7 @@ from .relay import HookRelay
 from .runs import AgentRunRegistry
 from .store.base import AgentStateStore
 from .store.memory import InMemoryAgentStateStore
+from .store.open import store_factory
 from .tools import Tool, ToolCall
 
 log = logging.getLogger("hookagent.kernel")
@@ -159,9 +160,6 @@ class Kernel:
         return factories[model][0](**self.config.model_options)  # type: ignore[no-any-return]
 
     # ---- the store
-    def store_factories(self) -> dict[str, tuple[Any, str]]:
-        return self.relay.collect("hookagent_register_state_stores", "state store scheme")
-
     def _bind_store(self) -> None:
         spec = self.config.state_store
         if spec is None:
@@ -176,14 +174,8 @@ class Kernel:
                 default = InMemoryAgentStateStore()
             self._set_store(default)
         elif isinstance(spec, str):
-            scheme = spec.split("://", 1)[0] if "://" in spec else "file"
-            factories = self.store_factories()
-            if scheme not in factories:
-                known = ", ".join(sorted(factories)) or "none (install a store plugin)"
-                raise StoreConfigurationError(
-                    f"no store plugin serves {scheme!r} URLs ({spec!r}); registered: {known}"
-                )
-            factory, options = factories[scheme][0], self.config.state_store_options
+            factory, _ = store_factory(self.pm, spec)  # the URL rules of open_store
+            options = self.config.state_store_options
             self._set_store(factory(spec, **options))
             if self._store_pending is not None:  # an awaitable can be awaited once only
                 self._store_reopen = lambda: factory(spec, **options)

@@ -83,7 +83,7 @@ class Execution:
             state = await self.load()
             answers = self.admit(state, run.msgs, run.answers)
             if run.info is not None and run.info.turn_id != self.ctx.turn_id:
-                run.info = attrs.evolve(run.info, turn_id=self.ctx.turn_id)  # answers only
+                run.info = attrs.evolve(run.info, turn_id=self.ctx.turn_id)  # rare: answers
         except BaseException as exc:
             await self.emit("run_started")
             await self.failed(exc)  # refused before any input was taken: nothing is saved
@@ -124,7 +124,8 @@ class Execution:
         if not answers:
             if not msgs:
                 raise InvalidMessage("call() needs at least one message, or answers")
-            ctx.turn_id = ctx.turn_id or new_id()
+            if ctx.turn_id is None or ctx.turn_id == turn.turn_id:
+                ctx.turn_id = new_id()  # new input never continues the suspended turn
             return []
         if msgs:
             raise AnswerError("a call carries new input or answers to a suspended turn, not both")

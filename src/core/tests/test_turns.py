@@ -212,7 +212,7 @@ async def test_new_input_while_pending_denies_the_pending_calls_and_starts_a_new
     model = ScriptedModel([tool_call("deploy", env="prod")], default=echo_last_result)
     agent = config(model).build()
     _, ctx = await suspend(agent)
-    new = RuntimeContext(user_id="u", session_id="s")
+    new = ctx.derive(run_id=None)  # even a context that still names the suspended turn
     reply = await agent.call("never mind, what time is it?", new)
     assert reply.text == "echo never mind, what time is it?" and RAN == []
     assert new.turn_id != ctx.turn_id

@@ -1,4 +1,4 @@
-"""Configure once, build per request: ``AgentConfig`` and the ``Agent`` it builds.
+"""Configure once, build per request: the ``Agent`` an ``AgentConfig`` builds.
 
 The configuration is immutable and shared; the first ``build()`` prepares what all agents of
 that configuration share (plugins, tools, model, store, gate, run registry). An agent holds
@@ -15,94 +15,22 @@ from typing import Any
 import anyio
 import attrs
 
+from .config import AgentConfig
 from .context import RuntimeContext
 from .errors import AgentClosed, AgentError, InvalidMessage, RunCancelled
 from .events import RunEvent
 from .execution import Execution
-from .gates import SessionGate
 from .kernel import Kernel
 from .messages import Msg, new_id
-from .models import Model
 from .persist import persist
-from .plugins import HookagentPluginManager
-from .runs import AgentRun, AgentRunRegistry, RunInfo
+from .runs import AgentRun, RunInfo
 from .state import AgentState, PendingInteraction
-from .store.base import AgentStateStore, ConflictPolicy
+from .store.base import ConflictPolicy
 from .store.ids import check_id
 from .turns import Answer
 
+__all__ = ["Agent", "AgentConfig", "MsgInput"]
 MsgInput = str | Msg | Sequence[Msg | str]
-
-
-def _ids(value: str | None) -> str | None:
-    return None if value is None else check_id(value, "agent_id")
-
-
-@attrs.frozen
-class AgentConfig:
-    """Everything an agent needs, fixed at startup and shared by every agent built from it.
-
-    ``tools`` are always available; plugin-registered tools only when their group (by default
-    the plugin's name) is in ``tool_groups`` (``"*"`` for all) or activated in the session's
-    ``tool_context.activated_groups``. ``state_store`` is a store object or a URL whose scheme a store plugin registered;
-    None uses the default a plugin declares (the JSON-file store), else in-memory with a
-    warning. ``model`` is a model object or the name of a registered provider.
-    ``plugin_manager`` uses a manager you made (``create_plugin_manager``) instead of a new
-    one: its plugins and monitors (the test fixtures pass theirs).
-    ``max_iterations`` counts model calls per turn (a resumed turn goes on counting).
-    ``parallel_tool_calls``: None runs one step's calls at once when every tool is
-    ``concurrency_safe``; True always, False never; at most ``max_parallel_tool_calls``.
-    """
-
-    name: str = "agent"
-    agent_id: str | None = attrs.field(default=None, converter=_ids)
-    model: Model | str | None = None
-    model_options: dict[str, Any] = attrs.Factory(dict)
-    tools: Sequence[Callable[..., Any]] = ()
-    tool_groups: Sequence[str] = ()
-    plugins: Sequence[object] = ()
-    state_store: AgentStateStore | str | None = None
-    state_store_options: dict[str, Any] = attrs.Factory(dict)
-    default_session_id: str = "default"
-    max_iterations: int = 10
-    parallel_tool_calls: bool | None = None
-    max_parallel_tool_calls: int = 8
-    reload_each_call: bool = True
-    conflict_policy: ConflictPolicy = ConflictPolicy.FAIL
-    system_prompt: str | None = None
-    session_gate: SessionGate | None = None
-    gate_timeout: float | None = None
-    run_registry: AgentRunRegistry | None = None
-    shutdown_timeout: float = 30.0
-    autoload_plugins: bool | None = None
-    strict_plugins: bool | None = None
-    plugin_manager: HookagentPluginManager | None = None
-    _kernel: list[Kernel] = attrs.field(factory=list, init=False, eq=False, repr=False)
-
-    @property
-    def id(self) -> str:
-        return self.agent_id or self.name
-
-    @property
-    def kernel(self) -> Kernel:
-        if not self._kernel:
-            self._kernel.append(Kernel(self))
-        return self._kernel[0]
-
-    def build(self) -> Agent:
-        """A new, cheap agent instance; close it (or use ``async with``) after the request."""
-        return Agent(self.kernel)
-
-    async def aclose(self) -> None:
-        """Application shutdown: close the store and model this configuration opened."""
-        if self._kernel:
-            await self._kernel[0].aclose()
-            self._kernel[0].close_portal()
-
-    def close(self) -> None:
-        if self._kernel:
-            self._kernel[0].portal().call(self._kernel[0].aclose)
-            self._kernel[0].close_portal()
 
 
 def _as_msgs(msgs: MsgInput | None, answers: Sequence[Answer]) -> list[Msg]:

@@ -34,7 +34,7 @@ from .tools import Tool, ToolCall
 log = logging.getLogger("hookagent.kernel")
 
 if TYPE_CHECKING:
-    from .agent import AgentConfig
+    from .config import AgentConfig
 
 __all__ = ["Kernel", "StateNotPersistedWarning", "ToolCall"]
 

@@ -101,7 +101,7 @@ local head, list, keyset, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected, mode, base = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local kname, wid = ARGV[8], ARGV[9]
 local h = redis.call('HMGET', head, 'v', 'g', 'n', 'c', 'i', 'w', 'd', 'r')
-local m = redis.call('HMGET', meta, 'ge', 'fe', 'fo', 'i:' .. kname, 'g:' .. kname)
+local m = redis.call('HMGET', meta, 'ge', 'fe', 'fo', 'i:' .. kname, 'g:' .. kname, 'go')
 local ge, fe = ctr(m[1]), ctr(m[2])
 if not (ge and fe and ctr(m[4]) and ctr(m[5])) then return {'CORRUPT', 'meta'} end
 local cur, gen, n, inc, schema = 0, 0, 0, 0, 0
@@ -127,8 +127,11 @@ end
 if schema > tonumber(ARGV[14]) then return {'SCHEMA', schema} end
 local fe_new = ARGV[4]
 if fe_new ~= '' then
-  local e, fo = tonumber(fe_new), m[3]
-  if e < ge or e < fe or (e == fe and fo and fo ~= ARGV[5]) then
+  -- the one fence rule: older than the newest epoch recorded (handed out by the gate, or
+  -- accepted by a save), or that epoch with another owner than the one it was recorded for
+  local e, newest, owner = tonumber(fe_new), fe, m[3]
+  if ge > fe then newest, owner = ge, m[6] end
+  if e < newest or (e == newest and owner and owner ~= ARGV[5]) then
     return {'FENCED', ge, fe}
   end
 end
@@ -286,7 +289,7 @@ if redis.call('EXISTS', lease) == 0 then
   local first = redis.call('ZRANGE', queue, 0, 0)[1]
   if (not first) or first == owner then
     local e = math.max(ge, fe) + 1
-    redis.call('HSET', meta, 'ge', e)
+    redis.call('HSET', meta, 'ge', e, 'go', owner)
     redis.call('HSET', lease, 'owner', owner, 'epoch', e)
     redis.call('PEXPIRE', lease, ttl)
     redis.call('ZREM', queue, owner)

@@ -43,11 +43,17 @@ def damaged(what: str, extra: Sequence[Any], where: str, written: bool) -> Corru
 def decoded(
     where: str, sections: bytes, raw: Sequence[bytes], cached: tuple[Msg, ...]
 ) -> tuple[tuple[Msg, ...], AgentState]:
-    """Decode a loaded slot; a codec error names the slot (and stays typed)."""
+    """Decode a loaded slot; a codec error names the slot (and stays typed).
+
+    The history is marked committed here, whatever the codec does for states decoded from
+    JSON: it is exactly what the store holds, so the next save appends only what is new.
+    """
     try:
         messages = cached + tuple(decode_msgs(raw)) if raw else cached
-        return messages, decode_head(sections, messages)
+        state = decode_head(sections, messages)
     except (UnsupportedSchemaVersion, StateTooLarge) as exc:
         raise type(exc)(f"{where}: {exc}") from exc
     except InvalidState as exc:
         raise CorruptState(f"{where} does not decode: {exc}") from exc
+    state.context.mark_committed()
+    return messages, state

@@ -13,6 +13,7 @@ from hookagent import AgentState, Msg
 from hookagent.errors import CorruptState, StateSlotMismatch, UnsupportedSchemaVersion
 from hookagent.state import History
 from hookagent.store import UNCONDITIONAL, Fence
+from hookagent.testing.corpus import HOSTILE_IDS
 from hookagent_store_redis import RedisAgentStateStore, connect
 from hookagent_store_redis.cache import chain
 from hookagent_store_redis.testing import STANDALONE, new_prefix
@@ -232,3 +233,18 @@ async def test_an_edited_history_saved_at_the_current_version_reaches_every_hand
             assert got.version == 2 and got.state.context[0].text == "edited"  # type: ignore[union-attr]
     finally:
         await other.aclose()
+
+
+async def test_hostile_ids_pass_the_scripts_slot_check(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """The script compares the stored sections' ids (cjson) with the slot's: byte for byte
+    what orjson wrote, for every id of the hostile corpus, as user and as session."""
+    store = standalone_store
+    for i, hostile in enumerate(HOSTILE_IDS):
+        for user, session in ((hostile, f"s{i}"), (f"u{i}", hostile)):
+            state = AgentState(session, user)
+            await store.save_if_version(user, session, state, 0)
+            state.context.append(Msg.user(hostile))
+            assert await store.save_if_version(user, session, state, 1) == 2
+            assert await store.save_if_version(user, session, state, UNCONDITIONAL) == 3

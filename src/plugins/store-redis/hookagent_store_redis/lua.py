@@ -144,6 +144,10 @@ elseif ARGV[10] ~= '' and ctr(m[4]) < tonumber(ARGV[10]) then
   return {'LOST', 0, ctr(m[4]), 'lost'}  -- the slot is gone and its creation with it
 end
 if expected >= 0 and expected ~= cur then return {'CONFLICT', cur, inc} end
+if expected > 0 and ARGV[10] ~= '' and tonumber(ARGV[11]) == expected
+   and tonumber(ARGV[10]) ~= inc then
+  return {'CONFLICT', cur, inc}  -- that version, but of a deleted and recreated slot
+end
 local chain = h[4] or ''
 local append = mode == 'a' and cur > 0 and expected == cur
 if append and base > n then return {'REWRITE'} end

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from hookagent import AgentState, Msg
-from hookagent.errors import StoreConfigurationError, StoreUnavailable
+from hookagent.errors import StoreConfigurationError, StoreUnavailable, VersionConflict
 from hookagent.store import UNCONDITIONAL
 from hookagent_store_redis import RedisAgentStateStore, VersionRegression, connect
 from hookagent_store_redis.testing import STANDALONE, ClusterInfo, SentinelInfo
@@ -177,6 +177,26 @@ async def test_a_real_delete_and_recreate_by_another_instance_is_not_a_regressio
     assert await y.delete("u", "s")
     await _write(y, "y0")
     await _write(y, "y1")
+    assert await _texts(x) == ["y0", "y1"]
+
+
+async def test_a_save_at_the_seen_version_of_a_recreated_slot_is_a_conflict(
+    pair: tuple[RedisAgentStateStore, RedisAgentStateStore],
+) -> None:
+    """Deleted and created again up to the same version: never appended onto."""
+    x, y = pair
+    await _write(x, "x0")
+    await _write(x, "x1")
+    state = (await x.get_versioned("u", "s")).state
+    assert state is not None
+    assert await y.delete("u", "s")
+    await _write(y, "y0")
+    await _write(y, "y1")
+    state.context.append(Msg.user("x2"))
+    before = await _everything(x)
+    with pytest.raises(VersionConflict):
+        await x.save_if_version("u", "s", state, 2)
+    assert await _everything(x) == before
     assert await _texts(x) == ["y0", "y1"]
 
 

@@ -113,12 +113,14 @@ async def test_failover_under_two_writers(redis_sentinel: SentinelInfo, mode: st
     tasks = [asyncio.create_task(w.run(stop)) for w in writers]
     primaries = [redis_sentinel.primary_port()]
     moved: list[int] = []  # connections closed on the old primary, per failover and writer
+    holds: list[float] = []  # how long the test itself held the primary's writes, per failover
     try:
         await asyncio.sleep(0.5)
         for _ in range(FAILOVERS):
             # writes held on the primary while the replica catches up and is promoted, so
             # both copies start the window at the same version
             old = redis_sentinel.primary_port()
+            held = time.monotonic()
             await asyncio.to_thread(redis_sentinel.pause_writes, old, 30_000)
             old, new = await asyncio.to_thread(redis_sentinel.switch)
             primaries.append(new)
@@ -130,6 +132,7 @@ async def test_failover_under_two_writers(redis_sentinel: SentinelInfo, mode: st
                 moved.append(await asyncio.to_thread(redis_sentinel.kill_clients, old, w.name))
             await asyncio.sleep(WINDOW - LATE)
             await asyncio.to_thread(redis_sentinel.unpause, old)
+            holds.append(time.monotonic() - held)
             await asyncio.sleep(LATE)
             await asyncio.to_thread(redis_sentinel.demote, old, new)
             mark = [len(w.ok_times) for w in writers]
@@ -170,10 +173,12 @@ async def test_failover_under_two_writers(redis_sentinel: SentinelInfo, mode: st
               f"acked then lost {lost}; lost silently {[len(w.silent) for w in writers]}; "
               f"regressions {[w.regressions for w in writers]}; errors "
               f"{[w.errors for w in writers]}; conflicts {[w.conflicts for w in writers]}; "
-              f"max write gap {[round(w.max_gap, 2) for w in writers]} s; moved {moved}")  # fmt: skip
+              f"max write gap {[round(w.max_gap, 2) for w in writers]} s (writes held by the test "
+              f"up to {max(holds):.2f} s); moved {moved}")  # fmt: skip
         assert all(w.silent == [] for w in writers), "acknowledged writes lost silently"
         assert all(len(w.acked) > 20 for w in writers)
-        assert max(w.max_gap for w in writers) <= 10.0
+        # writers resume without a restart: within 10 s of the test's own hold of the writes
+        assert max(w.max_gap for w in writers) <= 10.0 + max(holds)
     finally:
         await delete_prefix(writers[0].store.client, prefix)
         for w in writers:

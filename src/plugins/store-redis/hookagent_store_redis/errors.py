@@ -22,17 +22,34 @@ from redis import exceptions as rx
 
 
 class VersionRegression(StoreUnavailable):
-    """The server shows an older version (or another write at the same version) than seen."""
+    """A write this instance saw acknowledged (or loaded) is no longer in the slot's history.
+
+    ``reason`` is ``"lost"`` (an older version, another write at that version, or the slot
+    gone) or ``"deep"`` (the version fell out of the lineage ring: it cannot be told, and
+    the store would rather report it than let a loss pass silently).
+    """
 
     def __init__(
-        self, user_id: str, session_id: str, key: str, seen: tuple[int, int], found: tuple[int, int]
+        self,
+        user_id: str,
+        session_id: str,
+        key: str,
+        seen: tuple[int, int],
+        found: tuple[int, int],
+        reason: str = "lost",
     ) -> None:
         self.user_id, self.session_id, self.key = user_id, session_id, key
-        self.seen, self.found = seen, found
+        self.seen, self.found, self.reason = seen, found, reason
+        why = (
+            "acknowledged writes were lost, e.g. by a failover"
+            if reason == "lost"
+            else "the version seen is older than the lineage ring reaches, so whether it is "
+            "still in the history cannot be told"
+        )
         super().__init__(
             f"version regression on user_id={user_id!r} session_id={session_id!r} key={key!r}: "
-            f"this store saw incarnation/version {seen}, the server now has {found} "
-            "(acknowledged writes were lost, e.g. by a failover)"
+            f"this store saw incarnation/version {seen} and the server now has {found}, "
+            f"without that write in its history ({why})"
         )
 
 

@@ -18,14 +18,16 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from hookagent.codec import decode_head, decode_msgs, encode_head, encode_msg
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
     Fenced,
+    StoreConfigurationError,
     StoreUnavailable,
     VersionConflict,
 )
-from hookagent.state import AgentState
+from hookagent.messages import Msg
+from hookagent.state import SCHEMA_VERSION, AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
     UNCONDITIONAL,
@@ -36,30 +38,28 @@ from hookagent.store.base import (
 from hookagent.store.ids import (
     check_expected_version,
     check_fence,
+    check_loaded_slot,
+    check_schema_writable,
     check_slot,
+    check_state_slot,
     encode_id,
+    slot_name,
 )
 from redis import exceptions as rx
 
 from . import lua
 from .cache import CachedHistory, Lru, Seen, Slot, chain
+from .damage import damaged as _damaged
+from .damage import decoded as _decoded
 from .errors import VersionRegression, translated
 from .index import SessionIndex, decode_member
 from .keys import DEFAULT_PREFIX, KeyLayout
-from .options import check_options
+from .options import check_options, check_replication
 
 _SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
 RETRIES = 1
 T = TypeVar("T")
 _RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
-
-
-_DAMAGE = {  # what the scripts name in a CORRUPT answer
-    "head": "head (version, generation, count, incarnation or chain not stored as such)",
-    "meta": "counters hash (a gate epoch, fence, incarnation or generation that is no int)",
-    "keyset": "key set (wrong type)",
-    "index": "per-user session index (wrong type)",
-}
 
 
 def _s(value: Any) -> str:
@@ -89,8 +89,18 @@ class RedisAgentStateStore(SessionIndex):
         owns_client: bool = False,
         on_close: Sequence[Callable[[], Awaitable[Any]]] = (),
         atomic_index: bool | None = None,
+        replicas: int = 0,
+        replica_timeout: float = 1.0,
     ) -> None:
         self.ttl_ms = check_options(ttl, cache_slots, seen_slots)
+        self.wait_ms = check_replication(replicas, replica_timeout)
+        if replicas and _is_cluster(client):
+            raise StoreConfigurationError(
+                "replicas (WAIT-acknowledged saves) is not supported on a cluster client: "
+                "WAIT must run on the save script's own connection, which redis-py's cluster "
+                "client does not pin"
+            )
+        self.replicas = replicas
         self.client = client
         self.layout = KeyLayout(prefix)
         self._cache: Lru[Slot, CachedHistory] = Lru(cache_slots)
@@ -147,9 +157,11 @@ class RedisAgentStateStore(SessionIndex):
 
         With nothing cached, the head comes first and the list is read by a plain LRANGE; a
         list that no longer matches the head's hash chain (a concurrent rewrite) is read
-        again in one atomic script (``atomic=True``).
+        again in one atomic script (``atomic=True``). The script also tells whether the
+        write this instance last saw is still in the slot's lineage.
         """
         slot: Slot = (user_id, session_id, key)
+        where = slot_name(user_id, session_id, key)
         sk, kname = self.layout.session(user_id, session_id), encode_id(key)
         cached = self._cache.get(slot) if use_cache else None
         seen = self._seen.get(slot)  # what was seen BEFORE this request: it must still show
@@ -160,16 +172,12 @@ class RedisAgentStateStore(SessionIndex):
         res = await self._run(
             _LOAD,
             [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
-            [*args, self.ttl_ms, kname],
-            "load",
+            [*args, self.ttl_ms, kname, *_seen_args(seen)],
+            f"load of {where}",
         )
         version, counter = int(res[0]), int(res[1])
         if version < 0:
-            what = _s(res[2]) if len(res) > 2 else "head"
-            raise CorruptState(
-                f"the {_DAMAGE.get(what, what)} of user_id={user_id!r} "
-                f"session_id={session_id!r} key={key!r} is damaged"
-            )
+            raise _damaged(_s(res[2]), res[3:], where, written=True)
         if version == 0:
             self._cache.pop(slot)
             self._seen.pop(slot)
@@ -178,20 +186,21 @@ class RedisAgentStateStore(SessionIndex):
             return Versioned(None, 0)
         gen, count, head_chain = int(res[2]), int(res[3]), _s(res[4])
         incarnation, write_id, sections, start = int(res[5]), _s(res[6]), res[7], int(res[8])
-        joined = _b(res[9])
+        joined, lineage = _b(res[9]), _s(res[10])
         raw = joined.split(b"\n") if joined else []
-        if seen is not None and (
-            (incarnation, version) < seen.order
-            or ((incarnation, version) == seen.order and write_id != seen.write_id)
-        ):
+        if seen is not None and lineage != "ok":
             self._cache.pop(slot)
-            self._seen.put(slot, Seen(incarnation, version, write_id))
-            raise VersionRegression(user_id, session_id, key, seen.order, (incarnation, version))
+            self._seen.put(slot, Seen(incarnation, version, write_id))  # reported once
+            raise VersionRegression(
+                user_id, session_id, key, seen.order, (incarnation, version), lineage
+            )
+        prefix: tuple[Msg, ...] = ()
         if cached is None and not atomic:
             assert start == count and not raw
             if count:
                 listed, _ = await self._retrying(
-                    lambda: self.client.lrange(sk.messages(kname), 0, count - 1), "load"
+                    lambda: self.client.lrange(sk.messages(kname), 0, count - 1),
+                    f"load of {where}",
                 )
                 # one reply holds one type: bytes, or str with decode_responses=True
                 raw = (
@@ -201,23 +210,21 @@ class RedisAgentStateStore(SessionIndex):
                 )
             if len(raw) != count or chain("", raw) != head_chain:  # rewritten meanwhile
                 return await self._load(user_id, session_id, key, use_cache=False, atomic=True)
-            messages = tuple(decode_msgs(raw))
         elif start > 0:
             assert cached is not None and start == len(cached.messages)
             if chain(cached.chain, raw) != head_chain:  # the cached prefix was replaced
                 self._cache.pop(slot)
                 return await self._load(user_id, session_id, key, use_cache=False)
-            messages = cached.messages + tuple(decode_msgs(raw))
-        else:
-            if chain("", raw) != head_chain:
-                raise CorruptState(
-                    f"message list of user_id={user_id!r} session_id={session_id!r} key={key!r} "
-                    "does not match its head's hash chain"
-                )
-            messages = tuple(decode_msgs(raw))
+            prefix = cached.messages
+        elif chain("", raw) != head_chain:
+            raise CorruptState(f"the message list of {where} does not match its head's hash chain")
+        messages, state = _decoded(where, _b(sections), raw, prefix)
         if len(messages) != count:
-            raise CorruptState(f"head says {count} messages, the list holds {len(messages)}")
-        state = decode_head(_b(sections), messages)
+            raise CorruptState(
+                f"{where} is damaged: its head says {count} messages, the list holds "
+                f"{len(messages)}"
+            )
+        check_loaded_slot(state, user_id, session_id, key)
         self._cache.put(slot, CachedHistory(gen, head_chain, messages))
         self._seen.put(slot, Seen(incarnation, version, write_id))
         return Versioned(state, version)
@@ -235,6 +242,7 @@ class RedisAgentStateStore(SessionIndex):
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
+        check_state_slot(state, user_id, session_id, key)
         check_expected_version(expected_version)
         check_fence(fence)  # epochs below 2**53: exact in Lua's doubles
         expected = -1 if expected_version is UNCONDITIONAL else int(expected_version)
@@ -245,11 +253,9 @@ class RedisAgentStateStore(SessionIndex):
         append = expected > 0 and base > 0
         payload = [encode_msg(m) for m in (history[base:] if append else history)]
         slot: Slot = (user_id, session_id, key)
+        where = slot_name(user_id, session_id, key)
         sk, kname = self.layout.session(user_id, session_id), encode_id(key)
         seen = self._seen.get(slot)
-        token = ("", "")
-        if seen is not None and expected > 0 and seen.version == expected:
-            token = (str(seen.incarnation), seen.write_id)
         write_id = secrets.token_hex(8)
         ordered_index = expected <= 0 and not self.atomic_index
         if ordered_index:  # index first: a crash after this leaves only a stale entry
@@ -257,79 +263,70 @@ class RedisAgentStateStore(SessionIndex):
         keys = [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta]
         if self.atomic_index:
             keys.append(self.layout.user_index(user_id))
+        fixed = [
+            "" if fence is None else fence.epoch,
+            "" if fence is None else fence.owner,
+            sections,
+            self.ttl_ms,
+            kname,
+            write_id,
+            *_seen_args(seen),
+            encode_id(session_id),
+            SCHEMA_VERSION,
+            user_id,
+            session_id,
+        ]
 
         async def attempt(mode: str, messages: list[bytes]) -> tuple[Any, bool]:
-            return await self._run_tracked(
-                _SAVE,
-                keys,
-                [
-                    expected,
-                    mode,
-                    base if mode == "a" else 0,
-                    "" if fence is None else fence.epoch,
-                    "" if fence is None else fence.owner,
-                    sections,
-                    self.ttl_ms,
-                    kname,
-                    write_id,
-                    *token,
-                    encode_id(session_id),
-                    *messages,
-                ],
-                "save",
-            )
+            args = [expected, mode, base if mode == "a" else 0, *fixed, *messages]
+            return await self._retrying(lambda: self._send_save(keys, args), f"save on {where}")
 
-        res, resent = await attempt("a" if append else "r", payload)
+        (res, acked), resent = await attempt("a" if append else "r", payload)
         status = _s(res[0])
         if status == "REWRITE":  # the stored history is shorter than the unchanged prefix
-            res, resent = await attempt("r", [encode_msg(m) for m in history])
+            (res, acked), resent = await attempt("r", [encode_msg(m) for m in history])
             status = _s(res[0])
+        if status != "OK" and ordered_index:  # nothing written: drop a create's entry
+            await self._index_remove_checked(user_id, session_id)
         if status in ("CONFLICT", "FENCED") and resent:
             # re-sent after a lost connection: the first send may have been applied and then
             # overwritten by another writer, so a conflict here does not prove ours failed
             raise StoreUnavailable(
-                f"connection lost during a save on user_id={user_id!r} "
-                f"session_id={session_id!r} key={key!r}; the outcome is unknown (reload)"
+                f"connection lost during a save on {where}; the outcome is unknown (reload)"
             )
         if status == "FENCED":
-            if ordered_index:
-                await self._index_remove_checked(user_id, session_id)
             holder = fence.owner if fence is not None else None
             raise Fenced(
                 f"lease epoch {fence.epoch if fence else None} of {holder!r} is older than the "
-                f"newest (gate epoch {int(res[1])}, last write epoch {int(res[2])}) on "
-                f"user_id={user_id!r} session_id={session_id!r}"
+                f"newest (gate epoch {int(res[1])}, last write epoch {int(res[2])}) on {where}"
             )
         if status == "CORRUPT":  # the script wrote nothing
-            if ordered_index:
-                await self._index_remove_checked(user_id, session_id)
-            what = _s(res[1])
-            raise CorruptState(
-                f"the {_DAMAGE.get(what, what)} of user_id={user_id!r} "
-                f"session_id={session_id!r} key={key!r} is damaged; nothing was written"
+            raise _damaged(_s(res[1]), res[2:], where, written=False)
+        if status == "SCHEMA":
+            check_schema_writable(int(res[1]), user_id, session_id, key)
+        if status == "LOST" and seen is not None:
+            self._cache.pop(slot)
+            self._seen.pop(slot)  # reported once: the next call starts from the server
+            raise VersionRegression(
+                user_id, session_id, key, seen.order, (int(res[2]), int(res[1])), _s(res[3])
             )
         if status == "CONFLICT":
-            current, incarnation = int(res[1]), int(res[2])
-            if (
-                seen is not None
-                and current > 0
-                and (
-                    (incarnation, current) < seen.order
-                    or (token[0] and current == expected and incarnation == seen.incarnation)
-                )
-            ):
-                self._cache.pop(slot)
-                self._seen.pop(slot)
-                raise VersionRegression(
-                    user_id, session_id, key, seen.order, (incarnation, current)
-                )
-            raise VersionConflict(user_id, session_id, key, expected, current)
+            raise VersionConflict(user_id, session_id, key, expected, int(res[1]))
         if status != "OK":
-            raise CorruptState(f"unexpected answer {status!r} from the save script")
+            raise CorruptState(f"unexpected answer {status!r} from the save script on {where}")
         version, gen, count, head_chain = int(res[1]), int(res[2]), int(res[3]), _s(res[4])
-        incarnation, created = int(res[5]), int(res[6])
+        incarnation, created, replayed = int(res[5]), int(res[6]), int(res[7])
         if created and ordered_index:  # repairs a racing delete's clean-up that ran before us
             await self._index_add(user_id, session_id)
+        if self.replicas and (acked < self.replicas or (resent and replayed)):
+            # applied on the primary, not known to be on enough replicas: a failover may
+            # still lose it, so it is not acknowledged (a replay's WAIT proves nothing: it
+            # ran on a new connection that wrote nothing)
+            self._cache.pop(slot)
+            raise StoreUnavailable(
+                f"the save on {where} reached {acked} of {self.replicas} replicas within "
+                f"{self.wait_ms} ms; the outcome is unknown (reload)"
+            )
         if count == len(history):
             self._cache.put(slot, CachedHistory(gen, head_chain, tuple(history)))
         else:
@@ -337,6 +334,12 @@ class RedisAgentStateStore(SessionIndex):
         self._seen.put(slot, Seen(incarnation, version, write_id))
         history.mark_committed()
         return version
+
+    async def _send_save(self, keys: list[str], args: list[Any]) -> tuple[Any, int]:
+        """The save script; with ``replicas``, followed by WAIT in the same round trip."""
+        if not self.replicas:
+            return await _SAVE.run(self.client, keys, args), 0
+        return await lua.run_then_wait(_SAVE, self.client, keys, args, self.replicas, self.wait_ms)
 
     # ------------------------------------------------------------------ delete, exists
 
@@ -376,6 +379,11 @@ class RedisAgentStateStore(SessionIndex):
             for close in self._on_close:
                 with translated("close"):
                     await close()
+
+
+def _seen_args(seen: Seen | None) -> list[Any]:
+    """What a script needs to check that the write last seen is still in the lineage."""
+    return ["", "", ""] if seen is None else [seen.incarnation, seen.version, seen.write_id]
 
 
 def _is_cluster(client: Any) -> bool:

@@ -191,6 +191,16 @@ class SentinelInfo:
 
     def failover(self, timeout: float = 30.0) -> int:
         """Force a failover (retried on NOGOODSLAVE/INPROG); the new primary's port."""
+        before, after = self.switch(timeout)
+        self.demote(before, after)
+        return after
+
+    def switch(self, timeout: float = 30.0) -> tuple[int, int]:
+        """Force a failover and wait until the sentinels name the new primary; (old, new).
+
+        The old primary still accepts writes until ``demote``: clients connected to it keep
+        writing there, as they do in production until sentinel's next INFO poll demotes it.
+        """
         before = self.primary_port()
 
         def forced() -> bool:
@@ -201,11 +211,42 @@ class SentinelInfo:
         _wait(forced, "SENTINEL FAILOVER to be accepted", timeout)
         _wait(lambda: self.primary_port() != before, "the failover", timeout)
         after = self.primary_port()
-        # sentinel demotes the old primary only after its next INFO poll (up to ~10 s); do it
-        # now, exactly as sentinel will, so that CI does not wait for the poll
+
+        def agreed() -> bool:  # a client that reconnects now must find the new primary
+            for sp in self.sentinel_ports:
+                with redis.Redis(HOST, sp, decode_responses=True) as s:
+                    if int(s.sentinel_get_master_addr_by_name(self.service)[1]) != after:
+                        return False
+            return True
+
+        _wait(agreed, "every sentinel to name the new primary", timeout)
+        return before, after
+
+    def demote(self, before: int, after: int) -> None:
+        """Turn the old primary into the new one's replica, exactly as sentinel will.
+
+        Sentinel does it only after its next INFO poll (up to ~10 s); doing it now keeps CI
+        short. The resync erases what the old primary acknowledged since the switch.
+        """
         with redis.Redis(HOST, before) as old:
             old.execute_command("REPLICAOF", HOST, str(after))
-        return after
+
+    def pause_writes(self, port: int, ms: int) -> None:
+        """``CLIENT PAUSE ms WRITE`` on one data node (``unpause`` ends it early)."""
+        with redis.Redis(HOST, port) as r:
+            r.execute_command("CLIENT", "PAUSE", str(ms), "WRITE")
+
+    def unpause(self, port: int) -> None:
+        with redis.Redis(HOST, port) as r:
+            r.execute_command("CLIENT", "UNPAUSE")
+
+    def kill_clients(self, port: int, name: str) -> int:
+        """Close the connections named ``name`` on one data node (they reconnect elsewhere)."""
+        with redis.Redis(HOST, port, decode_responses=True) as r:
+            ids = [c["id"] for c in r.client_list() if c.get("name") == name]
+            for i in ids:
+                r.execute_command("CLIENT", "KILL", "ID", i)
+        return len(ids)
 
 
 @contextlib.contextmanager

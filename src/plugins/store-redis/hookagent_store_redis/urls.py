@@ -7,7 +7,7 @@
     rediss+cluster://..., rediss+sentinel://...                      the same over TLS
 
 Our own query options (removed before the rest goes to redis-py): ``prefix``, ``ttl``
-(seconds), ``cache_slots``; for sentinel also ``sentinel_password``. A standalone URL also
+(seconds), ``cache_slots``, ``replicas`` and ``replica_timeout`` (seconds); for sentinel also ``sentinel_password``. A standalone URL also
 takes redis-py's typed URL options and the plain strings in ``_STRING_QUERY`` (credentials
 too: ``?username=..&password=..``); Cluster and Sentinel URLs take no other option. Keyword options given
 to the factory win over the query string. A Unix socket has no URL here: pass a client built
@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from hookagent.errors import StoreConfigurationError
 
 from .keys import DEFAULT_PREFIX, check_prefix
-from .options import check_options
+from .options import check_options, check_replication
 from .store import RedisAgentStateStore
 
 SCHEMES = (
@@ -36,7 +36,7 @@ SCHEMES = (
     "redis+sentinel",
     "rediss+sentinel",
 )
-_STORE_OPTIONS = ("prefix", "ttl", "cache_slots")
+_STORE_OPTIONS = ("prefix", "ttl", "cache_slots", "replicas", "replica_timeout")
 # query options redis-py's URL parser takes besides its typed ones (URL_QUERY_ARGUMENT_PARSERS):
 # the connection's plain-string keywords, passed on unchanged (any other untyped key would reach
 # the connection as a str: decode_responses=false would be true). Left out on purpose:
@@ -165,13 +165,15 @@ def _store_options(ours: dict[str, str], options: dict[str, Any]) -> dict[str, A
             raise StoreConfigurationError(
                 f"ttl in the redis URL is not a number: {raw!r}"
             ) from None
-    if "cache_slots" in ours:
-        try:
-            out["cache_slots"] = int(ours["cache_slots"])
-        except ValueError:
-            raise StoreConfigurationError(
-                f"cache_slots in the redis URL is not an int: {ours['cache_slots']!r}"
-            ) from None
+    for name, kind in (("cache_slots", int), ("replicas", int), ("replica_timeout", float)):
+        if name in ours:
+            try:
+                out[name] = kind(ours[name])
+            except ValueError:
+                raise StoreConfigurationError(
+                    f"{name} in the redis URL is not {'an int' if kind is int else 'a number'}: "
+                    f"{ours[name]!r}"
+                ) from None
     unknown = set(options) - {*_STORE_OPTIONS, "client_options"}
     if unknown:
         raise StoreConfigurationError(f"unknown redis store option(s): {sorted(unknown)}")
@@ -197,6 +199,11 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
     # every store option is checked before a client exists
     check_prefix(store_kw.get("prefix", DEFAULT_PREFIX))
     check_options(store_kw.get("ttl"), store_kw.get("cache_slots", 0), 0)
+    check_replication(store_kw.get("replicas", 0), store_kw.get("replica_timeout", 1.0))
+    if store_kw.get("replicas") and scheme.endswith("+cluster"):
+        raise StoreConfigurationError(
+            "replicas (WAIT-acknowledged saves) is not supported on redis+cluster URLs"
+        )
     extra = options.get("client_options")
     if extra is not None and not isinstance(extra, Mapping):
         raise StoreConfigurationError(

@@ -71,6 +71,28 @@ async def test_expiry_takeover_fences_the_stale_writer(
     assert got.version == 2 and [m.text for m in got.state.context] == ["new owner"]  # type: ignore[union-attr]
 
 
+async def test_the_gates_epoch_presented_by_another_owner_is_fenced_before_any_save(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """The one fence rule against the epoch the gate handed out, not only a saved one."""
+    store = standalone_store
+    gate = RedisSessionGate(store, auto_renew=False)
+    await store.save_if_version("u", "s", AgentState("s", "u"), 0)
+    held = await gate.try_acquire("u", "s")
+    assert held is not None
+    for expected in (1, UNCONDITIONAL):
+        with pytest.raises(Fenced):  # same epoch, not the holder: refused, nothing written
+            await store.save_if_version(
+                "u", "s", AgentState("s", "u"), expected, fence=Fence(held.epoch, "x")
+            )
+    assert await store.save_if_version("u", "s", AgentState("s", "u"), 1, fence=held) == 2
+    newer = Fence(held.epoch + 1, "x")  # a newer epoch from elsewhere is taken and recorded
+    assert await store.save_if_version("u", "s", AgentState("s", "u"), 2, fence=newer) == 3
+    with pytest.raises(Fenced):
+        await store.save_if_version("u", "s", AgentState("s", "u"), 3, fence=held)
+    assert await gate.release("u", "s", held)
+
+
 async def test_renewal_keeps_the_lease(standalone_store: RedisAgentStateStore) -> None:
     gate = RedisSessionGate(standalone_store, lease_ttl=0.3)
     async with gate.acquire("u", "s", timeout=1) as fence:

@@ -92,7 +92,7 @@ async def test_one_round_trip_per_save_and_per_warm_load(
         assert proxy.names() == ["evalsha", "evalsha"]  # one load, one save
         load_answer, save_args = proxy.calls[0][2], proxy.calls[1][1]
         assert load_answer[9] == b""  # head only: the cached messages were not re-read
-        assert len(save_args) == 2 + 5 + 12 + 4  # sha, numkeys, 5 keys, 12 fixed args, 4 msgs
+        assert len(save_args) == 2 + 5 + 16 + 4  # sha, numkeys, 5 keys, 16 fixed args, 4 msgs
 
 
 async def test_warm_load_reads_only_the_tail_written_by_another_instance(

@@ -41,6 +41,7 @@ from hookagent.store.ids import (
     check_id,
     check_page_limit,
     check_slot,
+    check_state_slot,
 )
 
 from .localcore import SEEN_SLOTS, LocalCore
@@ -242,6 +243,7 @@ class LocalJsonFileStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
+        check_state_slot(state, user_id, session_id, key)
         check_expected(expected_version)
         check_fence(fence)
         version: int = await self._run(

@@ -29,7 +29,6 @@ import fsspec  # type: ignore[import-untyped]
 from hookagent.codec import decode_head, encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
-    Fenced,
     StorageFull,
     StoreConfigurationError,
     StoreUnavailable,
@@ -45,9 +44,16 @@ from hookagent.store.base import (
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_fence, check_id, check_slot
+from hookagent.store.ids import (
+    check_fence,
+    check_id,
+    check_loaded_slot,
+    check_slot,
+    check_state_slot,
+)
 
 from .cache import Cached, HistoryCache
+from .guards import check_writable, fence_is_newer
 from .layout import FENCE, HEAD, MORE, id_parts, is_private, parts_to_id, slot_parts
 from .local import check_cache_slots, check_expected, check_page, check_writers
 from .records import (
@@ -63,6 +69,8 @@ from .records import (
 from .remotecas import CasCore
 
 MAX_SEGMENTS = 256
+OPEN = ".open"
+"""Marks a key whose history objects no head names yet (a first save) or any more (a delete)."""
 _LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -150,8 +158,23 @@ class FsspecJsonFileStore:
     # ------------------------------------------------------------------ reads
 
     def _head(self, kpath: str, where: str) -> Head | None:
+        """The committed head; None when absent, ``CorruptState`` when it is missing over a
+        history that no first save or delete in flight (the ``.open`` marker) explains."""
         data = self._cat(f"{kpath}/{HEAD}")
-        return None if data is None else decode_head_file(data, where)
+        if data is not None:
+            return decode_head_file(data, where)
+        try:
+            names = [e.rstrip("/").rsplit("/", 1)[-1] for e in self.fs.ls(kpath, detail=False)]
+        except FileNotFoundError:
+            return None
+        gens = sorted(n for n in names if n.startswith("g"))
+        if gens and OPEN not in names:
+            raise CorruptState(
+                f"{where}: the head is missing but the history remains ({', '.join(gens)}): "
+                "a lost head. Nothing is read, written or removed; inspect it, then delete "
+                "the slot to repair it"
+            )
+        return None
 
     def _history(self, kpath: str, ck: tuple[str, str, str], head: Head, where: str) -> list[Msg]:
         hit = self._cache.get(ck)
@@ -186,7 +209,8 @@ class FsspecJsonFileStore:
                     if again is not None and again.gen != head.gen:  # a rewrite: read again
                         continue
                     raise
-            return Versioned(decode_head(head.state, msgs), head.version)
+            state = decode_head(head.state, msgs)
+            return Versioned(check_loaded_slot(state, user_id, session_id, key), head.version)
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
 
     async def get_versioned(
@@ -228,21 +252,23 @@ class FsspecJsonFileStore:
         tail = [encode_msg(m) for m in history[base:]]
         spath = self._path(slot_parts(user_id, session_id))
         kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
+        ck = (user_id, session_id, key)
         with self._lock:
+            newer = False
             if fence is not None:
                 raw = self._cat(f"{spath}/{FENCE}")
-                newest = 0 if raw is None else decode_fence(raw, where)
-                if fence.epoch < newest:
-                    raise Fenced(
-                        f"lease epoch {fence.epoch} of {fence.owner!r} is older than {newest} on {where}"
-                    )
-                if fence.epoch > newest:
-                    self.fs.pipe_file(f"{spath}/{FENCE}", encode_fence(fence.epoch, fence.owner))
+                newer = fence_is_newer(
+                    fence, None if raw is None else decode_fence(raw, where), where
+                )
             head = self._head(kpath, where)
             current = 0 if head is None else head.version
+            if head is not None:
+                check_writable(head.state, ck, where)  # (UNCONDITIONAL too)
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(user_id, session_id, key, expected, current)
-            ck = (user_id, session_id, key)
+            if newer:
+                assert fence is not None
+                self.fs.pipe_file(f"{spath}/{FENCE}", encode_fence(fence.epoch, fence.owner))
             if (
                 head is not None
                 and expected == current
@@ -261,14 +287,29 @@ class FsspecJsonFileStore:
             else:
                 payloads = [encode_msg(m) for m in history[:base]] + tail
                 gen = secrets.token_hex(8)
+                if head is None:  # a first save: what it leaves if killed is not a lost head
+                    self.fs.pipe_file(f"{kpath}/{OPEN}", b"")
                 self.fs.pipe_file(f"{kpath}/g{gen}/{0:08d}", frame(payloads))
                 new = Head(current + 1, gen, len(payloads), 1, head_state)
                 self.fs.pipe_file(f"{kpath}/{HEAD}", encode_head_file(new))
                 if head is not None:
                     self._rm(f"{kpath}/g{head.gen}")
+                else:
+                    self._clear_open(kpath, keep=gen)
                 self._cache.drop(*ck)
         history.mark_committed()
         return current + 1
+
+    def _clear_open(self, kpath: str, keep: str) -> None:
+        """After a first save's head: the leftovers of killed first saves, then ``.open``."""
+        try:
+            names = [e.rstrip("/").rsplit("/", 1)[-1] for e in self.fs.ls(kpath, detail=False)]
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if name.startswith("g") and name != f"g{keep}":
+                self._rm(f"{kpath}/{name}")
+        self._rm(f"{kpath}/{OPEN}")
 
     def _rm(self, path: str) -> None:
         try:
@@ -287,6 +328,7 @@ class FsspecJsonFileStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
+        check_state_slot(state, user_id, session_id, key)
         check_expected(expected_version)
         check_fence(fence)
         version: int = await self._run(
@@ -329,6 +371,7 @@ class FsspecJsonFileStore:
                 kpath = "/".join([spath, *parts])
                 if self.fs.exists(f"{kpath}/{HEAD}"):
                     existed = True
+                    self.fs.pipe_file(f"{kpath}/{OPEN}", b"")  # (killed next: not a lost head)
                     self.fs.rm_file(f"{kpath}/{HEAD}")
                 self._rm(kpath)
             if key is None:
@@ -347,7 +390,7 @@ class FsspecJsonFileStore:
         ids: list[str] = []
         more = False
         for sid, parts in found:
-            if sid is None or (cursor is not None and sid <= cursor):
+            if sid is None or (cursor and sid <= cursor):  # (cursor "" is the first page)
                 continue
             spath = "/".join([upath, *parts])
             if not any(self._key_live("/".join([spath, *k])) for k in self._leaves(spath, [])):

@@ -43,6 +43,7 @@ from .cache import HistoryCache, Seen, SlotLru
 from .frames import encode_batches
 from .guards import check_writable
 from .layout import HEAD, LOCK, id_parts, slot_parts
+from .listing import SessionIndex
 from .localcreate import LocalCreate, orphan_check
 from .localread import Gone, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
@@ -86,6 +87,7 @@ class LocalCore(LocalCreate):
         self.sweep_after = sweep_after
         self.dur = io.Durability()
         self.cache = HistoryCache(cache_slots)
+        self.index = SessionIndex()
         self._heads: dict[bytes, Head] = {}  # head file content -> decoded (immutable)
         self._root_fd: int | None = None
         self._open_lock = threading.Lock()
@@ -145,6 +147,7 @@ class LocalCore(LocalCreate):
                     os.close(self._root_fd)
                 self._root_fd = None
         self.cache.clear()
+        self.index.clear()
 
     # ------------------------------------------------------------------ reads
 

@@ -14,6 +14,7 @@ import threading
 import time
 
 from hookagent.errors import CorruptState, StoreUnavailable
+from hookagent.store.base import SessionPage
 
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
@@ -30,6 +31,7 @@ from .layout import (
     parts_to_id,
     slot_parts,
 )
+from .listing import SessionIndex
 from .records import Head, decode_head_file
 
 RETRIES = 20
@@ -50,6 +52,7 @@ class LocalTree:
     seen: SlotLru[Seen]
     _heads: dict[bytes, Head]
     _open_lock: threading.Lock
+    index: SessionIndex
 
     def root(self) -> int:  # pragma: no cover - provided by LocalCore
         raise NotImplementedError
@@ -214,32 +217,30 @@ class LocalTree:
 
     # ------------------------------------------------------------------ listing and sweeping
 
-    def list_sessions(self, user_id: str) -> list[tuple[str, list[str]]]:
-        """Every session id of a user with its path parts, sorted; no payload is read."""
+    def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
+        """Sorted session ids holding a committed key, ``limit`` per page (``listing``)."""
         root = self.root()
         try:
             ud = io.walk(root, id_parts(user_id), create=False, dur=self.dur)
             if ud is None:
-                return []
+                return SessionPage((), None)
             try:
-                found = [(parts_to_id(p), p) for p in self._key_leaves(ud, [])]
+                return self.index.page(
+                    ud, user_id, limit, cursor, lambda parts: self._session_has_state(ud, parts)
+                )
             finally:
                 os.close(ud)
         except OSError as exc:
             raise io.mapped(exc, f"listing the sessions of user_id={user_id!r}") from exc
-        return sorted((sid, p) for sid, p in found if sid is not None)
 
-    def session_has_state(self, user_id: str, parts: list[str]) -> bool:
+    def _session_has_state(self, ud: int, parts: list[str]) -> bool:
+        sd = io.walk(ud, parts, create=False, dur=self.dur)
+        if sd is None:
+            return False
         try:
-            sd = io.walk(self.root(), id_parts(user_id) + parts, create=False, dur=self.dur)
-            if sd is None:
-                return False
-            try:
-                return self._has_key(sd)
-            finally:
-                os.close(sd)
-        except OSError as exc:
-            raise io.mapped(exc, f"listing the sessions of user_id={user_id!r}") from exc
+            return self._has_key(sd)
+        finally:
+            os.close(sd)
 
     def sweep(self, older_than: float) -> int:
         try:

@@ -50,11 +50,12 @@ from hookagent.store.ids import (
     check_loaded_slot,
     check_slot,
     check_state_slot,
+    slot_name,
 )
 
 from .cache import Cached, HistoryCache
 from .guards import check_writable, fence_is_newer
-from .layout import FENCE, HEAD, MORE, id_parts, is_private, parts_to_id, slot_parts
+from .layout import FENCE, HEAD, id_parts, parts_to_id, slot_parts
 from .local import check_cache_slots, check_expected, check_page, check_writers
 from .records import (
     Head,
@@ -67,6 +68,7 @@ from .records import (
     unframe,
 )
 from .remotecas import CasCore
+from .remotelist import leaves, list_page
 
 MAX_SEGMENTS = 256
 OPEN = ".open"
@@ -137,16 +139,19 @@ class FsspecJsonFileStore:
     def _path(self, parts: list[str]) -> str:
         return "/".join([self.root, *parts])
 
-    async def _run(self, func: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(functools.partial(self._guard, func, *args))
+    async def _run(self, func: Any, *args: Any, where: str = "") -> Any:
+        call = functools.partial(self._guard, func, *args, where=where)
+        return await anyio.to_thread.run_sync(call)
 
-    def _guard(self, func: Any, *args: Any) -> Any:
+    def _guard(self, func: Any, *args: Any, where: str = "") -> Any:
+        """``func(*args)`` with OS errors typed; ``where`` names the slot in the message."""
+        at = f"{where} on {self.url}" if where else self.url
         try:
             return func(*args)
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-                raise StorageFull(f"{self.url}: the storage is full ({exc})") from exc
-            raise StoreUnavailable(f"{self.url}: {exc}") from exc
+                raise StorageFull(f"{at}: the storage is full ({exc})") from exc
+            raise StoreUnavailable(f"{at}: {exc}") from exc
 
     def _cat(self, path: str) -> bytes | None:
         try:
@@ -217,19 +222,25 @@ class FsspecJsonFileStore:
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
     ) -> Versioned:
         check_slot(user_id, session_id, key)
-        got: Versioned = await self._run(self._get, user_id, session_id, key)
+        got: Versioned = await self._run(
+            self._get, user_id, session_id, key, where=slot_name(user_id, session_id, key)
+        )
         return got
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
         kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
-        found: bool = await self._run(self._key_live, kpath)
+        where = slot_name(user_id, session_id, key)
+        found: bool = await self._run(self._key_live, kpath, where, True, where=where)
         return found
 
-    def _key_live(self, kpath: str) -> bool:
+    def _key_live(self, kpath: str, where: str, strict: bool = False) -> bool:
+        """Whether the key holds a state; ``strict``: a lost head raises (as a load does)."""
         if self._cas is not None:
-            _, meta, _ = self._cas.latest(kpath, "exists")
+            _, meta, _ = self._cas.latest(kpath, where)
             return meta is not None and not meta["deleted"]
+        if strict:
+            return self._head(kpath, where) is not None
         return bool(self.fs.exists(f"{kpath}/{HEAD}"))
 
     # ------------------------------------------------------------------ save
@@ -332,28 +343,15 @@ class FsspecJsonFileStore:
         check_expected(expected_version)
         check_fence(fence)
         version: int = await self._run(
-            self._save, user_id, session_id, state, expected_version, key, fence
-        )
+            self._save, user_id, session_id, state, expected_version, key, fence,
+            where=slot_name(user_id, session_id, key),
+        )  # fmt: skip
         return version
 
     # ------------------------------------------------------------------ delete and list
 
     def _leaves(self, path: str, prefix: list[str]) -> list[list[str]]:
-        out: list[list[str]] = []
-        try:
-            entries = self.fs.ls(path, detail=True)
-        except FileNotFoundError:
-            return out
-        for entry in entries:
-            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-            if is_private(name) or entry.get("type") != "directory":
-                continue
-            parts = [*prefix, name]
-            if name.endswith(MORE):
-                out += self._leaves(f"{path}/{name}", parts)
-            elif parts_to_id(parts) is not None:
-                out.append(parts)
-        return out
+        return leaves(self.fs, path, prefix)
 
     def _delete(self, user_id: str, session_id: str, key: str | None) -> bool:
         spath = self._path(slot_parts(user_id, session_id))
@@ -381,32 +379,24 @@ class FsspecJsonFileStore:
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
-        existed: bool = await self._run(self._delete, user_id, session_id, key)
+        where = slot_name(user_id, session_id, "*" if key is None else key)
+        existed: bool = await self._run(self._delete, user_id, session_id, key, where=where)
         return existed
 
     def _list(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
         upath = self._path(id_parts(user_id))
-        found = sorted((parts_to_id(p), p) for p in self._leaves(upath, []))
-        ids: list[str] = []
-        more = False
-        for sid, parts in found:
-            if sid is None or (cursor and sid <= cursor):  # (cursor "" is the first page)
-                continue
-            spath = "/".join([upath, *parts])
-            if not any(self._key_live("/".join([spath, *k])) for k in self._leaves(spath, [])):
-                continue
-            if len(ids) == limit:
-                more = True
-                break
-            ids.append(sid)
-        return SessionPage(tuple(ids), ids[-1] if more else None)
+        return list_page(
+            self.fs, upath, limit, cursor, lambda k: self._key_live(k, f"user_id={user_id!r}")
+        )
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
         check_page(limit, cursor)
-        page: SessionPage = await self._run(self._list, user_id, limit, cursor)
+        page: SessionPage = await self._run(
+            self._list, user_id, limit, cursor, where=f"the sessions of user_id={user_id!r}"
+        )
         return page
 
     async def aclose(self) -> None:

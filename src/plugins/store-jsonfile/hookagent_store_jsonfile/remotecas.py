@@ -41,7 +41,7 @@ from hookagent.errors import (
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
-from hookagent.store.ids import check_loaded_slot
+from hookagent.store.ids import check_loaded_slot, slot_name
 
 from .cache import Cached, HistoryCache
 from .guards import check_writable, fence_is_newer
@@ -248,7 +248,8 @@ class CasCore:
 
     def exists(self, user_id: str, session_id: str, key: str) -> bool:
         self.probe()
-        _, meta, _ = self.latest(self.kpath(user_id, session_id, key), "exists")
+        where = slot_name(user_id, session_id, key)
+        _, meta, _ = self.latest(self.kpath(user_id, session_id, key), where)
         return meta is not None and not meta["deleted"]
 
     # ------------------------------------------------------------------ writes
@@ -367,7 +368,7 @@ class CasCore:
         kpath = self.kpath(user_id, session_id, key)
         with self._lock:
             for _ in range(_RETRIES):
-                internal, meta, _ = self.latest(kpath, "delete")
+                internal, meta, _ = self.latest(kpath, slot_name(user_id, session_id, key))
                 if meta is None or meta["deleted"]:
                     return False
                 tomb = {

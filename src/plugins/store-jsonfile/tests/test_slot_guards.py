@@ -15,10 +15,11 @@ from hookagent.errors import (
     CorruptState,
     Fenced,
     StateSlotMismatch,
+    StoreUnavailable,
     UnsupportedSchemaVersion,
 )
 from hookagent.messages import Msg
-from hookagent.state import AgentState
+from hookagent.state import AgentState, History
 from hookagent.store.base import UNCONDITIONAL, Fence
 from hookagent.store.ids import slot_name
 from hookagent_store_jsonfile import FsspecJsonFileStore, LocalJsonFileStore
@@ -249,3 +250,52 @@ async def test_a_first_save_that_dies_before_its_head_is_not_a_lost_head(tmp_pat
     got = await store.get_versioned("u", "s")
     assert got.state is not None and [m.text for m in got.state.context] == ["kept"]
     fs.rm(store.root, recursive=True)
+
+
+def _second(backend: Backend) -> Store:
+    """Another handle on the same backend (its own caches)."""
+    store = backend.store
+    if isinstance(store, LocalJsonFileStore):
+        return LocalJsonFileStore(backend.root)
+    if backend.kind == "fsspec-local-multi":
+        return FsspecJsonFileStore(backend.root, writers="multi", fs=backend.fs)
+    return FsspecJsonFileStore(store.url, writers=store.writers)
+
+
+async def test_an_edit_saved_at_the_current_version_is_seen_by_every_handle(
+    backend: Backend,
+) -> None:
+    """A history with no committed prefix (as decoded from JSON) is rewritten whole: the
+    edit is stored, and a second handle with a warm cache sees it too."""
+    store, other = backend.store, _second(backend)
+    await store.save_if_version("u", "s", _state("u", "s", "one", "two"), 0)
+    warm = await other.get_versioned("u", "s")  # other's cache holds version 1
+    assert warm.state is not None
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None
+    edited = AgentState("s", "u")
+    edited.context = History([Msg.user("one"), Msg.user("TWO, edited")])  # no committed prefix
+    assert edited.context.unchanged_prefix == 0
+    assert await store.save_if_version("u", "s", edited, got.version) == 2
+    for handle in (store, other, _second(backend)):
+        seen = await handle.get_versioned("u", "s")
+        assert seen.version == 2 and seen.state is not None
+        assert [m.text for m in seen.state.context] == ["one", "TWO, edited"]
+    await other.aclose()
+
+
+@pytest.mark.parametrize("backend", KINDS[1:], indirect=True)  # (local: test_first_save)
+async def test_an_os_error_names_the_slot(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert isinstance(backend.store, FsspecJsonFileStore)
+    await backend.store.save_if_version("u", "s", _state("u", "s", "a"), 0)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(5, "I/O error")
+
+    monkeypatch.setattr(backend.store.fs, "cat_file", broken)
+    with pytest.raises(StoreUnavailable, match=slot_name("u", "s")):
+        await backend.store.get_versioned("u", "s")
+    with pytest.raises(StoreUnavailable, match=slot_name("u", "s")):
+        await backend.store.save_if_version("u", "s", _state("u", "s", "b"), 1)

@@ -48,8 +48,8 @@ class LocalCreate(LocalWrites):
         self.dur.fsync(sd, "the session directory (fence rename)")
 
     def _pend_ancestors(self, parts: list[str], new_dirs: list[int]) -> None:
-        """A first save fsyncs (before its commit) every directory from the root down to the
-        key's parent: one left by a failed or killed earlier save may have no durable entry."""
+        """A first save fsyncs (before its commit) every directory from the root down to
+        ``parts``: one left by a failed or killed earlier save may have no durable entry."""
         seen = set()
         for fd in new_dirs:
             st = os.fstat(fd)
@@ -77,7 +77,8 @@ class LocalCreate(LocalWrites):
         kpd = io.walk(sd, kparts[:-1], create=True, dur=self.dur, pending=new_dirs)
         assert kpd is not None
         try:
-            self._pend_ancestors(sparts + kparts[:-1], new_dirs)
+            # every directory above the key's parent: that one is fsynced after the rename
+            self._pend_ancestors((sparts + kparts[:-1])[:-1], new_dirs)
             if kd is not None:
                 self._clear_dir(kd)  # (orphan_check passed: a stale hint or temp file at most)
             gen = secrets.token_hex(8)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hookagent.codec import decode_head, encode_head, encode_msg
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
     SessionStoreError,
@@ -36,12 +36,11 @@ from hookagent.errors import (
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
-from hookagent.store.ids import check_loaded_slot
 
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
 from .frames import encode_batches
-from .guards import check_writable
+from .guards import check_writable, decode_loaded
 from .layout import HEAD, LOCK, id_parts, slot_parts
 from .listing import SessionIndex
 from .localcreate import LocalCreate, orphan_check
@@ -187,8 +186,8 @@ class LocalCore(LocalCreate):
                 finally:
                     os.close(sd)
                 self.seen.put((user_id, session_id, key), Seen(got.version, head.gen, got.size))
-                state = decode_head(got.state, got.msgs)
-                return Versioned(check_loaded_slot(state, user_id, session_id, key), got.version)
+                state = decode_loaded(got.state, got.msgs, (user_id, session_id, key))
+                return Versioned(state, got.version)
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")

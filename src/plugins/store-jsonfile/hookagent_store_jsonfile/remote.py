@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio.to_thread
 import fsspec  # type: ignore[import-untyped]
-from hookagent.codec import decode_head, encode_head, encode_msg
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
     StorageFull,
@@ -47,14 +47,13 @@ from hookagent.store.base import (
 from hookagent.store.ids import (
     check_fence,
     check_id,
-    check_loaded_slot,
     check_slot,
     check_state_slot,
     slot_name,
 )
 
 from .cache import Cached, HistoryCache
-from .guards import check_writable, fence_is_newer
+from .guards import check_writable, decode_loaded, fence_is_newer
 from .layout import FENCE, HEAD, id_parts, parts_to_id, slot_parts
 from .local import check_cache_slots, check_expected, check_page, check_writers
 from .records import (
@@ -214,8 +213,8 @@ class FsspecJsonFileStore:
                     if again is not None and again.gen != head.gen:  # a rewrite: read again
                         continue
                     raise
-            state = decode_head(head.state, msgs)
-            return Versioned(check_loaded_slot(state, user_id, session_id, key), head.version)
+            state = decode_loaded(head.state, msgs, (user_id, session_id, key))
+            return Versioned(state, head.version)
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
 
     async def get_versioned(

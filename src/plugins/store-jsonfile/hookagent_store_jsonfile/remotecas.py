@@ -31,7 +31,7 @@ import time
 import zlib
 from typing import Any
 
-from hookagent.codec import MAX_STATE_BYTES, decode_head, dumps, encode_head, encode_msg, loads
+from hookagent.codec import MAX_STATE_BYTES, dumps, encode_head, encode_msg, loads
 from hookagent.errors import (
     CorruptState,
     StoreConfigurationError,
@@ -41,10 +41,10 @@ from hookagent.errors import (
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
-from hookagent.store.ids import check_loaded_slot, slot_name
+from hookagent.store.ids import slot_name
 
 from .cache import Cached, HistoryCache
-from .guards import check_writable, fence_is_newer
+from .guards import check_writable, decode_loaded, fence_is_newer
 from .layout import id_parts, slot_parts
 from .records import decode_payloads, frame, unframe
 
@@ -242,7 +242,7 @@ class CasCore:
                 if self.newest(kpath) == internal:
                     raise CorruptState(f"{where}: a committed history segment is missing") from None
                 continue  # a rewrite superseded this head: read again
-            loaded = check_loaded_slot(decode_head(state, msgs), user_id, session_id, key)
+            loaded = decode_loaded(state, msgs, (user_id, session_id, key))
             return Versioned(loaded, internal - meta["base"])
         raise CorruptState(f"{where}: the slot kept changing during the read")
 

@@ -299,3 +299,25 @@ async def test_an_os_error_names_the_slot(
         await backend.store.get_versioned("u", "s")
     with pytest.raises(StoreUnavailable, match=slot_name("u", "s")):
         await backend.store.save_if_version("u", "s", _state("u", "s", "b"), 1)
+
+
+async def test_a_stored_head_that_does_not_decode_names_the_slot(backend: Backend) -> None:
+    """Bad JSON in a checksummed head: load and every save form fail closed, naming the
+    slot; a newer schema's load names it too."""
+    store = backend.store
+    await store.save_if_version("u", "s", _state("u", "s", "one"), 0)
+    backend.rewrite_head_state("u", "s", lambda b: b"{not json" + b)
+    before = backend.snapshot()
+    with pytest.raises(CorruptState, match=slot_name("u", "s") + ".*not valid JSON"):
+        await _second(backend).get_versioned("u", "s")
+    for expected in (1, UNCONDITIONAL):
+        with pytest.raises(CorruptState, match=slot_name("u", "s")):
+            await store.save_if_version("u", "s", _state("u", "s", "x"), expected)
+    assert backend.snapshot() == before
+    backend.rewrite_head_state(
+        "u",
+        "s",
+        lambda b: b[len(b"{not json") :].replace(b'"schema_version":1', b'"schema_version":99'),
+    )
+    with pytest.raises(UnsupportedSchemaVersion, match=slot_name("u", "s")):
+        await _second(backend).get_versioned("u", "s")

@@ -41,6 +41,7 @@ from hookagent.store.ids import (
     check_id,
     check_page_limit,
     check_slot,
+    check_state_slot,
 )
 
 from .localcore import SEEN_SLOTS, LocalCore
@@ -242,6 +243,7 @@ class LocalJsonFileStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
+        check_state_slot(state, user_id, session_id, key)
         check_expected(expected_version)
         check_fence(fence)
         version: int = await self._run(
@@ -262,25 +264,15 @@ class LocalJsonFileStore:
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
-        """Sorted session ids from the directory tree (no payload read), ``limit`` per page."""
+        """Sorted session ids from the directory tree (no payload read), ``limit`` per page;
+        O(page) while the user directory is unchanged (``listing``)."""
         check_id(user_id, "user_id", allow_empty=True)
         check_page(limit, cursor)
         page: SessionPage = await self._run(self._list_page, user_id, limit, cursor)
         return page
 
     def _list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
-        ids: list[str] = []
-        more = False
-        for sid, parts in self._core.list_sessions(user_id):
-            if cursor is not None and sid <= cursor:
-                continue
-            if not self._core.session_has_state(user_id, parts):
-                continue  # a directory left by a crashed first save holds no state
-            if len(ids) == limit:
-                more = True
-                break
-            ids.append(sid)
-        return SessionPage(tuple(ids), ids[-1] if more else None)
+        return self._core.list_page(user_id, limit, cursor)
 
     async def sweep(self, older_than: float = DEFAULT_SWEEP_AFTER) -> int:
         """Remove temp files and superseded record files older than ``older_than`` seconds."""

@@ -25,10 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hookagent.codec import decode_head, encode_head, encode_msg
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
-    Fenced,
     SessionStoreError,
     StoreConfigurationError,
     StoreUnavailable,
@@ -41,12 +40,15 @@ from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versione
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
 from .frames import encode_batches
-from .layout import FENCE, HEAD, LOCK, id_parts, slot_parts
+from .guards import check_writable, decode_loaded
+from .layout import HEAD, LOCK, id_parts, slot_parts
+from .listing import SessionIndex
+from .localcreate import LocalCreate, orphan_check
 from .localread import Gone, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
-from .localwrite import COMPACT_MIN, COMPACT_RATIO, LocalWrites
+from .localwrite import COMPACT_MIN, COMPACT_RATIO
 from .mounts import fs_type, is_network
-from .records import Head, decode_fence, encode_fence
+from .records import Head
 
 T = TypeVar("T")
 SEEN_SLOTS = 8192
@@ -67,7 +69,7 @@ def recreated(ck: tuple[str, str, str], expected: int, current: int) -> VersionC
     return exc
 
 
-class LocalCore(LocalWrites):
+class LocalCore(LocalCreate):
     """Blocking implementation; the async store runs each method in a worker thread."""
 
     def __init__(
@@ -84,6 +86,7 @@ class LocalCore(LocalWrites):
         self.sweep_after = sweep_after
         self.dur = io.Durability()
         self.cache = HistoryCache(cache_slots)
+        self.index = SessionIndex()
         self._heads: dict[bytes, Head] = {}  # head file content -> decoded (immutable)
         self._root_fd: int | None = None
         self._open_lock = threading.Lock()
@@ -143,6 +146,7 @@ class LocalCore(LocalWrites):
                     os.close(self._root_fd)
                 self._root_fd = None
         self.cache.clear()
+        self.index.clear()
 
     # ------------------------------------------------------------------ reads
 
@@ -162,6 +166,7 @@ class LocalCore(LocalWrites):
                     try:
                         head = self._read_head(kd, where)
                         if head is None:
+                            orphan_check(kd, where)
                             return Versioned(None, 0)
                         try:
                             got = self._load(
@@ -181,13 +186,15 @@ class LocalCore(LocalWrites):
                 finally:
                     os.close(sd)
                 self.seen.put((user_id, session_id, key), Seen(got.version, head.gen, got.size))
-                return Versioned(decode_head(got.state, got.msgs), got.version)
+                state = decode_loaded(got.state, got.msgs, (user_id, session_id, key))
+                return Versioned(state, got.version)
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
 
     def exists(self, user_id: str, session_id: str, key: str) -> bool:
         root = self.root()
+        where = where_of(user_id, session_id, key)
         try:
             kd = io.walk(
                 root, slot_parts(user_id, session_id) + id_parts(key), create=False, dur=self.dur
@@ -197,13 +204,14 @@ class LocalCore(LocalWrites):
             try:
                 st = os.stat(HEAD, dir_fd=kd, follow_symlinks=False)
             except FileNotFoundError:
+                orphan_check(kd, where)
                 return False
             finally:
                 os.close(kd)
         except OSError as exc:
-            raise io.mapped(exc, f"checking {where_of(user_id, session_id, key)}") from exc
+            raise io.mapped(exc, f"checking {where}") from exc
         if not stat.S_ISREG(st.st_mode):
-            raise CorruptState(f"{where_of(user_id, session_id, key)}: head is not a regular file")
+            raise CorruptState(f"{where}: head is not a regular file")
         return True
 
     # ------------------------------------------------------------------ save
@@ -278,20 +286,23 @@ class LocalCore(LocalWrites):
         ck: tuple[str, str, str],
         new_dirs: list[int],
     ) -> int:
-        if fence is not None:
-            self._check_fence(sd, fence, where)
+        newer = fence is not None and self._fence_check(sd, fence, where)
         kd = io.walk(sd, kparts, create=False, dur=self.dur)
         log_fd = -1
         try:
             if self.sweep_after is not None and ck not in self._swept:
                 self._sweep_slot(sd, kd, ck, fresh=bool(new_dirs))
             head = None if kd is None else self._read_head(kd, where)
+            if head is None and kd is not None:
+                orphan_check(kd, where)  # never written over, never removed by a save
             tip = None
             if head is not None:
                 assert kd is not None
                 log_fd = self._open_log(kd, head.gen, where)
                 tip = self._load(sd, kd, ck, head, where, locked=True, decode=False, log_fd=log_fd)
             current = 0 if tip is None else tip.version
+            if tip is not None:
+                check_writable(tip.state, ck, where)  # (UNCONDITIONAL too)
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(ck[0], ck[1], ck[2], expected, current)
             seen = self.seen.get(ck)
@@ -306,15 +317,21 @@ class LocalCore(LocalWrites):
                 assert kd is not None  # head's length nothing was ever acknowledged)
                 at = self.root_path.joinpath(*slot_parts(ck[0], ck[1]), *kparts)
                 self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before any cut
+            if newer:
+                assert fence is not None
+                self._fence_record(sd, fence)
             end = 0  # (a rewrite's head commits the whole new file)
             append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
-            if kd is None:
-                kd = io.walk(sd, kparts, create=True, dur=self.dur, pending=new_dirs)
-                assert kd is not None
             if head is None:
-                self._pend_ancestors(slot_parts(ck[0], ck[1]) + kparts[:-1], new_dirs)
-            if append and head is not None and tip is not None:
+                sparts = slot_parts(ck[0], ck[1])
+                data = encode_batches(payloads)
+                gen = self._create(
+                    sd, sparts, kparts, kd, data, len(payloads), head_state, new_dirs
+                )
+                self.cache.drop(*ck)
+            elif append and tip is not None:
+                assert kd is not None
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
                 gen = head.gen
                 if head.tail and tip.size - head.size < max(
@@ -330,16 +347,9 @@ class LocalCore(LocalWrites):
                 else:  # a format-1 head: this one append still replaces it (as format 2)
                     self._append_v1(kd, log_fd, head, payloads, head_state, where, ck)
             else:
-                try:
-                    data = encode_batches(payloads)
-                    gen = self._rewrite(
-                        kd, current + 1, data, len(payloads), head_state, new_dirs,
-                        superseded=head is not None,
-                    )  # fmt: skip
-                except BaseException:
-                    if head is None:  # nothing was ever committed here: leave no trace
-                        self._clear_dir(kd)
-                    raise
+                assert kd is not None
+                data = encode_batches(payloads)
+                gen = self._rewrite(kd, current + 1, data, len(payloads), head_state, new_dirs)
                 self.cache.drop(*ck)
             self.seen.put(ck, Seen(current + 1, gen, end))
             return current + 1
@@ -348,27 +358,6 @@ class LocalCore(LocalWrites):
                 os.close(log_fd)
             if kd is not None:
                 os.close(kd)
-
-    def _pend_ancestors(self, parts: list[str], new_dirs: list[int]) -> None:
-        """A first save fsyncs (before its commit) every directory from the root down to the
-        key's parent: one left by a failed or killed earlier save may have no durable entry."""
-        seen = set()
-        for fd in new_dirs:
-            st = os.fstat(fd)
-            seen.add((st.st_dev, st.st_ino))
-        fd = os.dup(self.root())
-        try:
-            for name in [None, *parts]:
-                if name is not None:
-                    nxt = os.open(name, io.DIR_FLAGS, dir_fd=fd)
-                    os.close(fd)
-                    fd = nxt
-                st = os.fstat(fd)
-                if (st.st_dev, st.st_ino) not in seen:
-                    seen.add((st.st_dev, st.st_ino))
-                    new_dirs.append(os.dup(fd))
-        finally:
-            os.close(fd)
 
     def _sweep_slot(
         self, sd: int, kd: int | None, ck: tuple[str, str, str], *, fresh: bool
@@ -386,15 +375,3 @@ class LocalCore(LocalWrites):
         if len(self._swept) > 65536:
             self._swept.clear()
         self._swept.add(ck)
-
-    def _check_fence(self, sd: int, fence: Fence, where: str) -> None:
-        data = io.read_file(sd, FENCE)
-        newest = 0 if data is None else decode_fence(data, where)
-        if fence.epoch < newest:
-            raise Fenced(
-                f"lease epoch {fence.epoch} of {fence.owner!r} is older than {newest} on {where}"
-            )
-        if fence.epoch > newest:
-            data = encode_fence(fence.epoch, fence.owner)
-            io.replace_file(sd, FENCE, data, self.dur, "the fence")
-            self.dur.fsync(sd, "the session directory (fence rename)")

@@ -37,14 +37,14 @@ def encode_hint(gen: str, end: int) -> bytes:
     return body + struct.pack(">I", zlib.crc32(body))
 
 
-def read_hint(kd: int, head: Head) -> int:
+def read_hint(kd: int, head: Head, where: str = "") -> int:
     """The acknowledged end the ``.end`` hint records for ``head``'s generation, else 0.
 
     Written after an append's fsync, never fsynced itself: it can only be behind the file
     (stale or missing after a crash), never ahead, so the file ending before it means that
     acknowledged commits were cut off (fail closed) rather than a torn write.
     """
-    data = io.read_file(kd, HINT)
+    data = io.read_file(kd, HINT, where)
     if data is None or len(data) != _HINT.size:
         return 0
     gen, end, crc = _HINT.unpack(data)
@@ -125,7 +125,7 @@ class LocalReads(LocalTree):
         seen = self.seen.get(ck)
         if seen is not None and seen.gen != head.gen:
             seen = None  # another generation: what this instance saw proves nothing here
-        acked = read_hint(kd, head) if head.tail else 0
+        acked = read_hint(kd, head, where) if head.tail else 0
         if seen is not None and seen.end > acked:
             acked = seen.end  # acknowledged too, though the hint may be stale or lost
         fd = log_fd
@@ -160,7 +160,7 @@ class LocalReads(LocalTree):
                     end = known  # a writer is in flight: the state it may not cut back
                 else:
                     end = os.fstat(fd).st_size
-                    acked = max(acked, read_hint(kd, head))
+                    acked = max(acked, read_hint(kd, head, where))
                     if end < max(known, acked):
                         raise CorruptState(
                             f"{where}: the history file is shorter than its committed length"

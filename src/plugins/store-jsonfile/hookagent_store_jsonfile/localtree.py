@@ -14,6 +14,7 @@ import threading
 import time
 
 from hookagent.errors import CorruptState, StoreUnavailable
+from hookagent.store.base import SessionPage
 
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
@@ -22,6 +23,7 @@ from .layout import (
     HEAD,
     LOCK,
     MORE,
+    TORN_PREFIX,
     id_parts,
     is_log_name,
     is_private,
@@ -29,6 +31,7 @@ from .layout import (
     parts_to_id,
     slot_parts,
 )
+from .listing import SessionIndex
 from .records import Head, decode_head_file
 
 RETRIES = 20
@@ -49,13 +52,14 @@ class LocalTree:
     seen: SlotLru[Seen]
     _heads: dict[bytes, Head]
     _open_lock: threading.Lock
+    index: SessionIndex
 
     def root(self) -> int:  # pragma: no cover - provided by LocalCore
         raise NotImplementedError
 
     def _read_head(self, kd: int, where: str) -> Head | None:
         """The committed head; decoded once per distinct content (heads rarely change)."""
-        data = io.read_file(kd, HEAD)
+        data = io.read_file(kd, HEAD, where)
         if data is None:
             return None
         head = self._heads.get(data)
@@ -105,9 +109,34 @@ class LocalTree:
                     os.close(kd)
         return False
 
-    def _drop_if_empty(self, pd: int, name: str, sd: int, *, keep_fence: bool) -> bool:
-        """Remove a session directory that holds no committed key (caller holds its lock)."""
-        if self._has_key(sd) or (keep_fence and io.read_file(sd, FENCE) is not None):
+    def _bare(self, fd: int) -> bool:
+        """Whether a tree holds only directories and store-private leftovers: no head, no
+        history, no ``.torn`` copy, no planted file or link (evidence is never removed)."""
+        with os.scandir(fd) as it:
+            entries = list(it)
+        for entry in entries:
+            if is_private(entry.name) and not entry.name.startswith(TORN_PREFIX):
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                return False
+            sub = os.open(entry.name, io.DIR_FLAGS, dir_fd=fd)
+            try:
+                if not self._bare(sub):
+                    return False
+            finally:
+                os.close(sub)
+        return True
+
+    def _drop_if_empty(
+        self, pd: int, name: str, sd: int, *, keep_fence: bool, strict: bool = True
+    ) -> bool:
+        """Remove a session directory that holds no committed key (caller holds its lock).
+
+        ``strict`` (a failed save, a delete of one key): only a bare tree (``_bare``); else
+        (a delete of the whole session, which removed every key) anything but a head."""
+        if (not self._bare(sd) if strict else self._has_key(sd)) or (
+            keep_fence and io.read_file(sd, FENCE) is not None
+        ):
             return False
         self._clear_dir(sd)  # empty key dirs, temp files, the fence, the lock (we hold it)
         try:
@@ -148,7 +177,9 @@ class LocalTree:
                         existed = self._delete_key(sd, parts) or existed
                     self.cache.drop(user_id, session_id, key)
                     self.seen.drop(user_id, session_id, key)
-                    self._drop_if_empty(pd, sparts[-1], sd, keep_fence=key is not None)
+                    self._drop_if_empty(
+                        pd, sparts[-1], sd, keep_fence=key is not None, strict=key is not None
+                    )
                     return existed
                 finally:
                     for fd in reversed(fds):
@@ -158,56 +189,58 @@ class LocalTree:
         raise StoreUnavailable(f"{where}: the slot kept changing during the delete")
 
     def _delete_key(self, sd: int, parts: list[str]) -> bool:
-        """Unlink the head first (durably: the key is gone from then on), then the rest."""
+        """Rename the key directory to a private temp name (durably: the key is gone from
+        then on, and a delete killed half-way leaves no history without its head), then
+        remove it."""
         kpd = io.walk(sd, parts[:-1], create=False, dur=self.dur)
         if kpd is None:
             return False
         try:
-            kd = io.open_dir(kpd, parts[-1], create=False, dur=self.dur)
+            kd = io.open_dir(kpd, parts[-1], create=False, dur=self.dur)  # (a link: ELOOP)
             if kd is None:
                 return False
             try:
-                try:
-                    os.unlink(HEAD, dir_fd=kd)
-                    existed = True
-                    self.dur.fsync(kd, "the slot directory (delete)")
-                except FileNotFoundError:
-                    existed = False
+                os.stat(HEAD, dir_fd=kd, follow_symlinks=False)
+                existed = True
+            except FileNotFoundError:
+                existed = False
             finally:
                 os.close(kd)
-            io.rmtree_at(kpd, parts[-1])
+            gone = io.tmp_name()
+            os.rename(parts[-1], gone, src_dir_fd=kpd, dst_dir_fd=kpd)
+            if existed:
+                self.dur.fsync(kpd, "the key's parent directory (delete)")
+            io.rmtree_at(kpd, gone)
             return existed
         finally:
             os.close(kpd)
 
     # ------------------------------------------------------------------ listing and sweeping
 
-    def list_sessions(self, user_id: str) -> list[tuple[str, list[str]]]:
-        """Every session id of a user with its path parts, sorted; no payload is read."""
+    def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
+        """Sorted session ids holding a committed key, ``limit`` per page (``listing``)."""
         root = self.root()
         try:
             ud = io.walk(root, id_parts(user_id), create=False, dur=self.dur)
             if ud is None:
-                return []
+                return SessionPage((), None)
             try:
-                found = [(parts_to_id(p), p) for p in self._key_leaves(ud, [])]
+                return self.index.page(
+                    ud, user_id, limit, cursor, lambda parts: self._session_has_state(ud, parts)
+                )
             finally:
                 os.close(ud)
         except OSError as exc:
             raise io.mapped(exc, f"listing the sessions of user_id={user_id!r}") from exc
-        return sorted((sid, p) for sid, p in found if sid is not None)
 
-    def session_has_state(self, user_id: str, parts: list[str]) -> bool:
+    def _session_has_state(self, ud: int, parts: list[str]) -> bool:
+        sd = io.walk(ud, parts, create=False, dur=self.dur)
+        if sd is None:
+            return False
         try:
-            sd = io.walk(self.root(), id_parts(user_id) + parts, create=False, dur=self.dur)
-            if sd is None:
-                return False
-            try:
-                return self._has_key(sd)
-            finally:
-                os.close(sd)
-        except OSError as exc:
-            raise io.mapped(exc, f"listing the sessions of user_id={user_id!r}") from exc
+            return self._has_key(sd)
+        finally:
+            os.close(sd)
 
     def sweep(self, older_than: float) -> int:
         try:

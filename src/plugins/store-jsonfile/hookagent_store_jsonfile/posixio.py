@@ -176,8 +176,8 @@ def walk(
     return fd if owned else os.dup(root)
 
 
-def read_file(dir_fd: int, name: str) -> bytes | None:
-    """The whole content of a regular file, or None if absent."""
+def read_file(dir_fd: int, name: str, where: str = "") -> bytes | None:
+    """The whole content of a regular file, or None if absent (``where`` names the slot)."""
     try:
         fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -185,7 +185,8 @@ def read_file(dir_fd: int, name: str) -> bytes | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise CorruptState(f"{name!r} in the store tree is not a regular file")
+            at = f"{where}: " if where else ""
+            raise CorruptState(f"{at}{name!r} in the store tree is not a regular file")
         # head and fence are replaced by rename; ``.end`` is written in place, but a torn or
         # mixed read fails its crc and counts as no hint
         return _pread(fd, st.st_size, 0)
@@ -274,7 +275,8 @@ def rmtree_at(parent: int, name: str) -> None:
 
 
 def sweep_dir(fd: int, older_than: float, now: float | None = None) -> int:
-    """Remove stale temp files in one directory; returns how many."""
+    """Remove stale temp files and directories (a first save or a delete killed half-way)
+    in one directory; returns how many."""
     now = time.time() if now is None else now
     removed = 0
     for name in os.listdir(fd):
@@ -285,6 +287,9 @@ def sweep_dir(fd: int, older_than: float, now: float | None = None) -> int:
         except FileNotFoundError:
             continue
         if now - st.st_mtime >= older_than:
-            unlink_quiet(fd, name)
+            if stat.S_ISDIR(st.st_mode):
+                rmtree_at(fd, name)
+            else:
+                unlink_quiet(fd, name)
             removed += 1
     return removed

@@ -164,8 +164,8 @@ def encode_fence(epoch: int, owner: str) -> bytes:
     return MAGIC + _HEAD.pack(len(body), 0, zlib.crc32(body)) + body
 
 
-def decode_fence(data: bytes, where: str) -> int:
-    """The newest fencing epoch recorded for a slot."""
+def decode_fence(data: bytes, where: str) -> tuple[int, str | None]:
+    """The newest fencing epoch recorded for a slot, and its owner (None if not recorded)."""
     fixed = len(MAGIC) + _HEAD.size
     if len(data) < fixed or not data.startswith(MAGIC):
         raise CorruptState(f"{where}: not a fence file")
@@ -176,7 +176,10 @@ def decode_fence(data: bytes, where: str) -> int:
     meta = loads(body, limit=_META_LIMIT, what=f"{where} fence")
     if not isinstance(meta, dict):
         raise CorruptState(f"{where}: fence is not an object")
-    return _int(meta, "epoch", where)
+    owner = meta.get("owner")
+    if owner is not None and not isinstance(owner, str):
+        raise CorruptState(f"{where}: fence owner {owner!r} is not a str")
+    return _int(meta, "epoch", where), owner
 
 
 def decode_payloads(payloads: Sequence[bytes], where: str) -> list[Msg]:

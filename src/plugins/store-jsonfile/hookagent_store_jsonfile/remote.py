@@ -26,10 +26,9 @@ from typing import Any
 
 import anyio.to_thread
 import fsspec  # type: ignore[import-untyped]
-from hookagent.codec import decode_head, encode_head, encode_msg
+from hookagent.codec import encode_head, encode_msg
 from hookagent.errors import (
     CorruptState,
-    Fenced,
     StorageFull,
     StoreConfigurationError,
     StoreUnavailable,
@@ -45,10 +44,17 @@ from hookagent.store.base import (
     SessionPage,
     Versioned,
 )
-from hookagent.store.ids import check_fence, check_id, check_slot
+from hookagent.store.ids import (
+    check_fence,
+    check_id,
+    check_slot,
+    check_state_slot,
+    slot_name,
+)
 
 from .cache import Cached, HistoryCache
-from .layout import FENCE, HEAD, MORE, id_parts, is_private, parts_to_id, slot_parts
+from .guards import check_writable, decode_loaded, fence_is_newer
+from .layout import FENCE, HEAD, id_parts, parts_to_id, slot_parts
 from .local import check_cache_slots, check_expected, check_page, check_writers
 from .records import (
     Head,
@@ -61,8 +67,11 @@ from .records import (
     unframe,
 )
 from .remotecas import CasCore
+from .remotelist import leaves, list_page
 
 MAX_SEGMENTS = 256
+OPEN = ".open"
+"""Marks a key whose history objects no head names yet (a first save) or any more (a delete)."""
 _LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -129,16 +138,19 @@ class FsspecJsonFileStore:
     def _path(self, parts: list[str]) -> str:
         return "/".join([self.root, *parts])
 
-    async def _run(self, func: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(functools.partial(self._guard, func, *args))
+    async def _run(self, func: Any, *args: Any, where: str = "") -> Any:
+        call = functools.partial(self._guard, func, *args, where=where)
+        return await anyio.to_thread.run_sync(call)
 
-    def _guard(self, func: Any, *args: Any) -> Any:
+    def _guard(self, func: Any, *args: Any, where: str = "") -> Any:
+        """``func(*args)`` with OS errors typed; ``where`` names the slot in the message."""
+        at = f"{where} on {self.url}" if where else self.url
         try:
             return func(*args)
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-                raise StorageFull(f"{self.url}: the storage is full ({exc})") from exc
-            raise StoreUnavailable(f"{self.url}: {exc}") from exc
+                raise StorageFull(f"{at}: the storage is full ({exc})") from exc
+            raise StoreUnavailable(f"{at}: {exc}") from exc
 
     def _cat(self, path: str) -> bytes | None:
         try:
@@ -150,8 +162,23 @@ class FsspecJsonFileStore:
     # ------------------------------------------------------------------ reads
 
     def _head(self, kpath: str, where: str) -> Head | None:
+        """The committed head; None when absent, ``CorruptState`` when it is missing over a
+        history that no first save or delete in flight (the ``.open`` marker) explains."""
         data = self._cat(f"{kpath}/{HEAD}")
-        return None if data is None else decode_head_file(data, where)
+        if data is not None:
+            return decode_head_file(data, where)
+        try:
+            names = [e.rstrip("/").rsplit("/", 1)[-1] for e in self.fs.ls(kpath, detail=False)]
+        except FileNotFoundError:
+            return None
+        gens = sorted(n for n in names if n.startswith("g"))
+        if gens and OPEN not in names:
+            raise CorruptState(
+                f"{where}: the head is missing but the history remains ({', '.join(gens)}): "
+                "a lost head. Nothing is read, written or removed; inspect it, then delete "
+                "the slot to repair it"
+            )
+        return None
 
     def _history(self, kpath: str, ck: tuple[str, str, str], head: Head, where: str) -> list[Msg]:
         hit = self._cache.get(ck)
@@ -186,26 +213,33 @@ class FsspecJsonFileStore:
                     if again is not None and again.gen != head.gen:  # a rewrite: read again
                         continue
                     raise
-            return Versioned(decode_head(head.state, msgs), head.version)
+            state = decode_loaded(head.state, msgs, (user_id, session_id, key))
+            return Versioned(state, head.version)
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
 
     async def get_versioned(
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
     ) -> Versioned:
         check_slot(user_id, session_id, key)
-        got: Versioned = await self._run(self._get, user_id, session_id, key)
+        got: Versioned = await self._run(
+            self._get, user_id, session_id, key, where=slot_name(user_id, session_id, key)
+        )
         return got
 
     async def exists(self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY) -> bool:
         check_slot(user_id, session_id, key)
         kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
-        found: bool = await self._run(self._key_live, kpath)
+        where = slot_name(user_id, session_id, key)
+        found: bool = await self._run(self._key_live, kpath, where, True, where=where)
         return found
 
-    def _key_live(self, kpath: str) -> bool:
+    def _key_live(self, kpath: str, where: str, strict: bool = False) -> bool:
+        """Whether the key holds a state; ``strict``: a lost head raises (as a load does)."""
         if self._cas is not None:
-            _, meta, _ = self._cas.latest(kpath, "exists")
+            _, meta, _ = self._cas.latest(kpath, where)
             return meta is not None and not meta["deleted"]
+        if strict:
+            return self._head(kpath, where) is not None
         return bool(self.fs.exists(f"{kpath}/{HEAD}"))
 
     # ------------------------------------------------------------------ save
@@ -228,21 +262,23 @@ class FsspecJsonFileStore:
         tail = [encode_msg(m) for m in history[base:]]
         spath = self._path(slot_parts(user_id, session_id))
         kpath = self._path(slot_parts(user_id, session_id) + id_parts(key))
+        ck = (user_id, session_id, key)
         with self._lock:
+            newer = False
             if fence is not None:
                 raw = self._cat(f"{spath}/{FENCE}")
-                newest = 0 if raw is None else decode_fence(raw, where)
-                if fence.epoch < newest:
-                    raise Fenced(
-                        f"lease epoch {fence.epoch} of {fence.owner!r} is older than {newest} on {where}"
-                    )
-                if fence.epoch > newest:
-                    self.fs.pipe_file(f"{spath}/{FENCE}", encode_fence(fence.epoch, fence.owner))
+                newer = fence_is_newer(
+                    fence, None if raw is None else decode_fence(raw, where), where
+                )
             head = self._head(kpath, where)
             current = 0 if head is None else head.version
+            if head is not None:
+                check_writable(head.state, ck, where)  # (UNCONDITIONAL too)
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(user_id, session_id, key, expected, current)
-            ck = (user_id, session_id, key)
+            if newer:
+                assert fence is not None
+                self.fs.pipe_file(f"{spath}/{FENCE}", encode_fence(fence.epoch, fence.owner))
             if (
                 head is not None
                 and expected == current
@@ -261,14 +297,29 @@ class FsspecJsonFileStore:
             else:
                 payloads = [encode_msg(m) for m in history[:base]] + tail
                 gen = secrets.token_hex(8)
+                if head is None:  # a first save: what it leaves if killed is not a lost head
+                    self.fs.pipe_file(f"{kpath}/{OPEN}", b"")
                 self.fs.pipe_file(f"{kpath}/g{gen}/{0:08d}", frame(payloads))
                 new = Head(current + 1, gen, len(payloads), 1, head_state)
                 self.fs.pipe_file(f"{kpath}/{HEAD}", encode_head_file(new))
                 if head is not None:
                     self._rm(f"{kpath}/g{head.gen}")
+                else:
+                    self._clear_open(kpath, keep=gen)
                 self._cache.drop(*ck)
         history.mark_committed()
         return current + 1
+
+    def _clear_open(self, kpath: str, keep: str) -> None:
+        """After a first save's head: the leftovers of killed first saves, then ``.open``."""
+        try:
+            names = [e.rstrip("/").rsplit("/", 1)[-1] for e in self.fs.ls(kpath, detail=False)]
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if name.startswith("g") and name != f"g{keep}":
+                self._rm(f"{kpath}/{name}")
+        self._rm(f"{kpath}/{OPEN}")
 
     def _rm(self, path: str) -> None:
         try:
@@ -287,31 +338,19 @@ class FsspecJsonFileStore:
         fence: Fence | None = None,
     ) -> int:
         check_slot(user_id, session_id, key)
+        check_state_slot(state, user_id, session_id, key)
         check_expected(expected_version)
         check_fence(fence)
         version: int = await self._run(
-            self._save, user_id, session_id, state, expected_version, key, fence
-        )
+            self._save, user_id, session_id, state, expected_version, key, fence,
+            where=slot_name(user_id, session_id, key),
+        )  # fmt: skip
         return version
 
     # ------------------------------------------------------------------ delete and list
 
     def _leaves(self, path: str, prefix: list[str]) -> list[list[str]]:
-        out: list[list[str]] = []
-        try:
-            entries = self.fs.ls(path, detail=True)
-        except FileNotFoundError:
-            return out
-        for entry in entries:
-            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
-            if is_private(name) or entry.get("type") != "directory":
-                continue
-            parts = [*prefix, name]
-            if name.endswith(MORE):
-                out += self._leaves(f"{path}/{name}", parts)
-            elif parts_to_id(parts) is not None:
-                out.append(parts)
-        return out
+        return leaves(self.fs, path, prefix)
 
     def _delete(self, user_id: str, session_id: str, key: str | None) -> bool:
         spath = self._path(slot_parts(user_id, session_id))
@@ -329,6 +368,7 @@ class FsspecJsonFileStore:
                 kpath = "/".join([spath, *parts])
                 if self.fs.exists(f"{kpath}/{HEAD}"):
                     existed = True
+                    self.fs.pipe_file(f"{kpath}/{OPEN}", b"")  # (killed next: not a lost head)
                     self.fs.rm_file(f"{kpath}/{HEAD}")
                 self._rm(kpath)
             if key is None:
@@ -338,32 +378,24 @@ class FsspecJsonFileStore:
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
-        existed: bool = await self._run(self._delete, user_id, session_id, key)
+        where = slot_name(user_id, session_id, "*" if key is None else key)
+        existed: bool = await self._run(self._delete, user_id, session_id, key, where=where)
         return existed
 
     def _list(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
         upath = self._path(id_parts(user_id))
-        found = sorted((parts_to_id(p), p) for p in self._leaves(upath, []))
-        ids: list[str] = []
-        more = False
-        for sid, parts in found:
-            if sid is None or (cursor is not None and sid <= cursor):
-                continue
-            spath = "/".join([upath, *parts])
-            if not any(self._key_live("/".join([spath, *k])) for k in self._leaves(spath, [])):
-                continue
-            if len(ids) == limit:
-                more = True
-                break
-            ids.append(sid)
-        return SessionPage(tuple(ids), ids[-1] if more else None)
+        return list_page(
+            self.fs, upath, limit, cursor, lambda k: self._key_live(k, f"user_id={user_id!r}")
+        )
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
         check_id(user_id, "user_id", allow_empty=True)
         check_page(limit, cursor)
-        page: SessionPage = await self._run(self._list, user_id, limit, cursor)
+        page: SessionPage = await self._run(
+            self._list, user_id, limit, cursor, where=f"the sessions of user_id={user_id!r}"
+        )
         return page
 
     async def aclose(self) -> None:

@@ -31,10 +31,9 @@ import time
 import zlib
 from typing import Any
 
-from hookagent.codec import MAX_STATE_BYTES, decode_head, dumps, encode_head, encode_msg, loads
+from hookagent.codec import MAX_STATE_BYTES, dumps, encode_head, encode_msg, loads
 from hookagent.errors import (
     CorruptState,
-    Fenced,
     StoreConfigurationError,
     StoreUnavailable,
     VersionConflict,
@@ -42,8 +41,10 @@ from hookagent.errors import (
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
+from hookagent.store.ids import slot_name
 
 from .cache import Cached, HistoryCache
+from .guards import check_writable, decode_loaded, fence_is_newer
 from .layout import id_parts, slot_parts
 from .records import decode_payloads, frame, unframe
 
@@ -80,6 +81,7 @@ def decode_cas_head(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
         and re.fullmatch(r"[0-9a-f]{16}", meta["gen"]) is not None
         and all(type(meta.get(k)) is int and meta[k] >= 0 for k in ("base", "count", "epoch"))
         and type(meta.get("deleted")) is bool
+        and (meta.get("owner") is None or isinstance(meta["owner"], str))
     )
     if not ok:
         raise CorruptState(f"{where}: head metadata is malformed")
@@ -240,12 +242,14 @@ class CasCore:
                 if self.newest(kpath) == internal:
                     raise CorruptState(f"{where}: a committed history segment is missing") from None
                 continue  # a rewrite superseded this head: read again
-            return Versioned(decode_head(state, msgs), internal - meta["base"])
+            loaded = decode_loaded(state, msgs, (user_id, session_id, key))
+            return Versioned(loaded, internal - meta["base"])
         raise CorruptState(f"{where}: the slot kept changing during the read")
 
     def exists(self, user_id: str, session_id: str, key: str) -> bool:
         self.probe()
-        _, meta, _ = self.latest(self.kpath(user_id, session_id, key), "exists")
+        where = slot_name(user_id, session_id, key)
+        _, meta, _ = self.latest(self.kpath(user_id, session_id, key), where)
         return meta is not None and not meta["deleted"]
 
     # ------------------------------------------------------------------ writes
@@ -269,16 +273,21 @@ class CasCore:
         ck = (user_id, session_id, key)
         with self._lock:  # one attempt at a time in this process; processes race on "xb"
             for _ in range(_RETRIES):
-                internal, meta, _ = self.latest(kpath, where)
+                internal, meta, stored = self.latest(kpath, where)
                 live = meta is not None and not meta["deleted"]
                 current = internal - meta["base"] if live and meta is not None else 0
+                epoch = 0 if meta is None else meta["epoch"]
+                owner = None if meta is None else meta.get("owner")
+                newer = False
+                if fence is not None:  # (a head before any fence records epoch 0, no owner)
+                    recorded = (
+                        None if meta is None or (epoch, owner) == (0, None) else (epoch, owner)
+                    )
+                    newer = fence_is_newer(fence, recorded, where)
+                if live:
+                    check_writable(stored, ck, where)  # (UNCONDITIONAL too)
                 if expected is not UNCONDITIONAL and expected != current:
                     raise VersionConflict(user_id, session_id, key, expected, current)
-                epoch = 0 if meta is None else meta["epoch"]
-                if fence is not None and fence.epoch < epoch:
-                    raise Fenced(
-                        f"lease epoch {fence.epoch} of {fence.owner!r} is older than {epoch} on {where}"
-                    )
                 old: dict[str, Any] = meta if live and meta is not None else {}
                 segs: list[str] = old.get("segs", [])
                 append = bool(old) and expected == current and 0 < base == old["count"]
@@ -294,9 +303,13 @@ class CasCore:
                     "gen": gen,
                     "segs": new_segs,
                     "count": count,
-                    "epoch": max(epoch, 0 if fence is None else fence.epoch),
+                    "epoch": fence.epoch if newer and fence is not None else epoch,
                     "deleted": False,
                 }
+                if newer and fence is not None:
+                    new_meta["owner"] = fence.owner
+                elif owner is not None:
+                    new_meta["owner"] = owner
                 seg_path = f"{kpath}/g{gen}/{seg}"
                 try:
                     self.create(seg_path, frame(payloads))
@@ -355,7 +368,7 @@ class CasCore:
         kpath = self.kpath(user_id, session_id, key)
         with self._lock:
             for _ in range(_RETRIES):
-                internal, meta, _ = self.latest(kpath, "delete")
+                internal, meta, _ = self.latest(kpath, slot_name(user_id, session_id, key))
                 if meta is None or meta["deleted"]:
                     return False
                 tomb = {
@@ -366,6 +379,8 @@ class CasCore:
                     "epoch": meta["epoch"],
                     "deleted": True,
                 }
+                if meta.get("owner") is not None:
+                    tomb["owner"] = meta["owner"]
                 try:
                     self.create(self.head_path(kpath, internal + 1), encode_cas_head(tomb, b""))
                 except FileExistsError:

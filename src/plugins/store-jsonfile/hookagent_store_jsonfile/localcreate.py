@@ -1,0 +1,112 @@
+"""A key's first save, the fence record and the head-less key check (local disk, under the lock).
+
+A first save builds the whole key directory (record file and head) under a private temp name
+beside it and renames it into place: that rename is the commit point. So a first save killed
+half-way leaves only a ``.tmp.*`` directory (swept by age), never a record file without a head,
+and a record file without a head always means a head that was lost: ``CorruptState``, kept as
+evidence until an operator deletes the slot (deletes rename the key directory away first, for
+the same reason).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from hookagent.errors import CorruptState
+from hookagent.store.base import Fence
+
+from . import posixio as io
+from .guards import fence_is_newer
+from .layout import FENCE, HEAD, TORN_PREFIX, is_log_name, log_name
+from .localwrite import LocalWrites
+from .records import Head, decode_fence, encode_fence, encode_head_file
+
+
+def orphan_check(kd: int, where: str) -> None:
+    """A key directory with no head: ``CorruptState`` if history files remain in it."""
+    left = sorted(n for n in os.listdir(kd) if is_log_name(n) or n.startswith(TORN_PREFIX))
+    if left:
+        raise CorruptState(
+            f"{where}: the head is missing but the history remains ({', '.join(left)}): a "
+            "lost head (or a first save killed under an older hookagent). Nothing is read, "
+            "written or removed; inspect the files, then delete the slot to repair it"
+        )
+
+
+class LocalCreate(LocalWrites):
+    """Base of ``LocalCore``: first saves, fences and the ancestors a first save syncs."""
+
+    def _fence_check(self, sd: int, fence: Fence, where: str) -> bool:
+        """The one fence rule against the session's ``.fence``; True if ``fence`` is newer
+        (recorded by ``_fence_record`` once the save's own checks passed)."""
+        data = io.read_file(sd, FENCE, where)
+        return fence_is_newer(fence, None if data is None else decode_fence(data, where), where)
+
+    def _fence_record(self, sd: int, fence: Fence) -> None:
+        io.replace_file(sd, FENCE, encode_fence(fence.epoch, fence.owner), self.dur, "the fence")
+        self.dur.fsync(sd, "the session directory (fence rename)")
+
+    def _pend_ancestors(self, parts: list[str], new_dirs: list[int]) -> None:
+        """A first save fsyncs (before its commit) every directory from the root down to
+        ``parts``: one left by a failed or killed earlier save may have no durable entry."""
+        seen = set()
+        for fd in new_dirs:
+            st = os.fstat(fd)
+            seen.add((st.st_dev, st.st_ino))
+        fd = os.dup(self.root())
+        try:
+            for name in [None, *parts]:
+                if name is not None:
+                    nxt = os.open(name, io.DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    new_dirs.append(os.dup(fd))
+        finally:
+            os.close(fd)
+
+    def _create(
+        self, sd: int, sparts: list[str], kparts: list[str], kd: int | None, data: bytes,
+        count: int, head_state: bytes, new_dirs: list[int],
+    ) -> str:  # fmt: skip
+        """Version 1 of a key: its directory built as ``.tmp.*``, then renamed into place
+        (over the empty key directory a failed save may have left). Returns the generation."""
+        kpd = io.walk(sd, kparts[:-1], create=True, dur=self.dur, pending=new_dirs)
+        assert kpd is not None
+        try:
+            # every directory above the key's parent: that one is fsynced after the rename
+            self._pend_ancestors((sparts + kparts[:-1])[:-1], new_dirs)
+            if kd is not None:
+                self._clear_dir(kd)  # (orphan_check passed: a stale hint or temp file at most)
+            gen = secrets.token_hex(8)
+            tmp = io.tmp_name()
+            os.mkdir(tmp, 0o700, dir_fd=kpd)
+            renamed = False
+            try:
+                td = os.open(tmp, io.DIR_FLAGS, dir_fd=kpd)
+                try:
+                    head = Head(1, gen, count, len(data), head_state, tail=True)
+                    for name, body in ((log_name(gen), data), (HEAD, encode_head_file(head))):
+                        fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=td)
+                        try:
+                            io.write_all(fd, body)
+                            self.dur.fsync(fd, f"the new key's {name}")
+                        finally:
+                            os.close(fd)
+                    self.dur.fsync(td, "the new key's directory")
+                finally:
+                    os.close(td)
+                self._sync_dirs(new_dirs)
+                os.rename(tmp, kparts[-1], src_dir_fd=kpd, dst_dir_fd=kpd)  # the commit point
+                renamed = True
+                self.dur.fsync(kpd, "the key's parent directory (first save)")
+            except BaseException:
+                if not renamed:
+                    io.rmtree_at(kpd, tmp)
+                raise
+            return gen
+        finally:
+            os.close(kpd)

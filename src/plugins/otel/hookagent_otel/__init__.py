@@ -7,8 +7,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import OtelConfigError  # noqa: E402
-from .logs import (  # noqa: E402
+from .errors import OtelConfigError
+from .logs import (
     Correlation,
     CorrelationFilter,
     current_correlation,
@@ -16,8 +16,8 @@ from .logs import (  # noqa: E402
     structlog_processor,
     uninstall_log_correlation,
 )
-from .options import OtelOptions  # noqa: E402
-from .plugin import OtelPlugin  # noqa: E402
+from .options import OtelOptions
+from .plugin import OtelPlugin
 
 __all__ = [
     "Correlation",

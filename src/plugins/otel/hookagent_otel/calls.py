@@ -120,7 +120,9 @@ def _end_model(
             span.set_attribute("hookagent.response.tool_calls", len(response.message.tool_uses))
             if tel.options.record_content and span.is_recording():
                 limit = tel.options.max_content_chars
-                span.set_attribute("gen_ai.output.messages", messages_json([response.message], limit))
+                span.set_attribute(
+                    "gen_ai.output.messages", messages_json([response.message], limit)
+                )
     tel.m.model_duration.record(time.perf_counter() - started, labels)
     if span is not None:
         span.end()
@@ -193,16 +195,14 @@ def _end_tool(
     if isinstance(out, PendingInteraction):
         span.set_attribute("hookagent.tool.suspend_kind", out.kind)
     if error is not None:
-        span.set_attribute("error.type", "interrupted" if outcome == "interrupted" else type(error).__name__)
+        span.set_attribute(
+            "error.type", "interrupted" if outcome == "interrupted" else type(error).__name__
+        )
         span.set_status(Status(StatusCode.ERROR, outcome))
     elif outcome in ("error", "interrupted"):
         span.set_attribute("error.type", f"tool_{outcome}")
         span.set_status(Status(StatusCode.ERROR, outcome))
-    if (
-        tel.options.record_content
-        and isinstance(out, ToolResultBlock)
-        and span.is_recording()
-    ):
+    if tel.options.record_content and isinstance(out, ToolResultBlock) and span.is_recording():
         span.set_attribute(
             "gen_ai.tool.call.result", value_json(out.text, tel.options.max_content_chars)
         )

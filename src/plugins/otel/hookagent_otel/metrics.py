@@ -41,5 +41,7 @@ class Instruments:
             "hookagent.state.save.duration", unit="s", description="State save latency"
         )
         self.conflicts = meter.create_counter(
-            "hookagent.state.conflicts", unit="{save}", description="Saves lost to a version conflict"
+            "hookagent.state.conflicts",
+            unit="{save}",
+            description="Saves lost to a version conflict",
         )

@@ -65,7 +65,9 @@ class OtelPlugin:
         return self._tool
 
     @hookimpl
-    def hookagent_before_persist(self, state: AgentState, ctx: RuntimeContext, outcome: str) -> None:
+    def hookagent_before_persist(
+        self, state: AgentState, ctx: RuntimeContext, outcome: str
+    ) -> None:
         self.telemetry.before_persist(ctx, outcome)
 
     @hookimpl

@@ -180,7 +180,9 @@ class Telemetry:
         span.set_attribute("hookagent.outcome", outcome)
         if event.kind == "run_failed":
             span.set_attribute("error.type", error_type)
-            span.set_status(Status(StatusCode.ERROR, error))
+            # the message may quote user content (a provider's error): only when opted in
+            detail = error if self.options.record_content else error_type
+            span.set_status(Status(StatusCode.ERROR, detail))
             self.m.run_errors.add(1, {**record.attrs, "error.type": error_type})
         elif event.kind == "run_interrupted":
             reason = str(data.get("reason") or "interrupt")

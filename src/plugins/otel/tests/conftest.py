@@ -44,7 +44,11 @@ class Otel:
         ids = {s.context.span_id for s in spans}
 
         def node(span: ReadableSpan) -> Any:
-            kids = [s for s in spans if s.parent is not None and s.parent.span_id == span.context.span_id]
+            kids = [
+                s
+                for s in spans
+                if s.parent is not None and s.parent.span_id == span.context.span_id
+            ]
             return (span.name, [node(k) for k in kids])
 
         return [node(s) for s in spans if s.parent is None or s.parent.span_id not in ids]

@@ -170,12 +170,22 @@ def test_a_failed_run_ends_its_spans_with_error_status(otel: Otel) -> None:
     assert run.status.status_code is StatusCode.ERROR
     assert run.attributes["hookagent.outcome"] == "FAILED"
     assert run.attributes["error.type"] == "ModelUnavailable"
+    assert run.status.description == "ModelUnavailable"  # the message only when opted in
     [chat] = otel.named("chat")
     assert chat.status.status_code is StatusCode.ERROR
     assert chat.attributes["error.type"] == "ModelUnavailable"
     [persist] = otel.named("hookagent.state.persist")  # the input is still saved
     assert persist.attributes["hookagent.persist.outcome"] == "error"
     assert persist.status.status_code is StatusCode.UNSET
+
+
+def test_a_failed_runs_error_message_only_when_content_is_opted_in(otel: Otel) -> None:
+    model = ScriptedModel([ModelUnavailable(f"503: {SECRET}")])
+    agent = config(otel.plugin(record_content=True), model).build()
+    with pytest.raises(ModelUnavailable):
+        agent.call_sync("hi", RuntimeContext(session_id="s"))
+    [run] = otel.named("invoke_agent")
+    assert run.status.description == f"ModelUnavailable: 503: {SECRET}"
 
 
 @pytest.mark.anyio

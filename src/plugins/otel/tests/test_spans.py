@@ -275,3 +275,30 @@ def test_the_run_nests_under_the_applications_span(otel: Otel) -> None:
             [("invoke_agent agent", [("chat scripted", []), ("hookagent.state.persist", [])])],
         )
     ]
+
+
+class Retry:
+    """A retry plugin (order -100): the otel model middleware sits inside it."""
+
+    @hookimpl
+    def hookagent_wrap_model_call(self) -> Middleware:
+        async def retry(request, ctx, call_next):  # type: ignore[no-untyped-def]
+            try:
+                return await call_next(request)
+            except ModelUnavailable:
+                return await call_next(request)
+
+        return Middleware(retry, order=-100)
+
+
+def test_each_provider_attempt_is_its_own_chat_span(otel: Otel) -> None:
+    model = ScriptedModel([ModelUnavailable("503"), "second time lucky"])
+    cfg = config(otel.plugin(), model)
+    cfg.plugins.append(Retry())
+    assert cfg.build().call_sync("hi", RuntimeContext(session_id="s")).text == "second time lucky"
+    failed, ok = otel.named("chat")
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["error.type"] == "ModelUnavailable"
+    assert ok.status.status_code is StatusCode.UNSET
+    [run] = otel.named("invoke_agent")
+    assert run.attributes["hookagent.outcome"] == "COMPLETED"

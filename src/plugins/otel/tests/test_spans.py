@@ -219,6 +219,8 @@ async def test_an_interrupted_run_ends_its_spans_with_error_status(otel: Otel) -
     [persist] = otel.named("hookagent.state.persist")
     assert persist.attributes["hookagent.persist.outcome"] == "interrupted"
     assert persist.parent is not None and persist.parent.span_id == run_span.context.span_id
+    [interrupts] = otel.metrics()["hookagent.run.interrupts"]
+    assert interrupts.value == 1 and interrupts.attributes["hookagent.interrupt_reason"] == "user"
 
 
 class Policy:

@@ -8,6 +8,7 @@ class this module already knows. Every failure is one typed error that says wher
 from __future__ import annotations
 
 import gc
+import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar, get_args, get_origin
@@ -163,10 +164,12 @@ def make_converter(*, detailed: bool = True) -> cattrs.Converter:
         if type(obj) is list:
             try:
                 with gc_paused():
-                    return History([fast_msg(doc, _check_free) for doc in obj], committed=True)
+                    return History([fast_msg(doc, _check_free) for doc in obj])
             except Mismatch:
                 pass  # the converter says which message and field is wrong
-        return History(c.structure(obj, list[Msg]), committed=True)
+        # not committed: a history decoded from JSON is not known to be what any store holds,
+        # so the next save writes all of it (an edit made through JSON is never dropped)
+        return History(c.structure(obj, list[Msg]))
 
     c.register_structure_hook(History, structure_history)
     c.register_unstructure_hook(History, lambda h: [_msg_doc(m) for m in h])
@@ -252,8 +255,16 @@ def unstructure(value: Any) -> Any:
 
 
 def reserved_section(name: str) -> None:
+    """``put_section``'s rule for a plugin's name: a non-empty str that is no known section."""
     if not isinstance(name, str) or not name or name in _KNOWN_SECTIONS:
         raise InvalidState(f"{name!r} cannot be used as a plugin section name")
+
+
+def _writable_section(name: object) -> None:
+    """What ``state_to_dict`` writes back: any str key that decoding would keep as a
+    section (``""`` included: a slot that loads must also save)."""
+    if not isinstance(name, str) or name in _KNOWN_SECTIONS:
+        raise InvalidState(f"{name!r} cannot be written as a plugin section")
 
 
 # --------------------------------------------------------------------------- limits
@@ -293,7 +304,38 @@ def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
         raise CorruptState(f"{what} is not valid JSON: {exc}") from None
 
 
+def _min_size(value: Any, limit: int) -> int:
+    """A lower bound of ``value``'s encoded size, walked without encoding (so a payload far
+    over a limit is refused before the big output buffer is allocated); stops past ``limit``.
+
+    Each character of a str encodes to at least one byte, each scalar to at least one, and a
+    container of n items has at least n + 1 bytes of brackets and separators."""
+    total = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is str:
+            total += len(node) + 2
+        elif kind is dict:
+            total += len(node) + 1
+            for k, v in node.items():
+                total += len(k) + 2 if type(k) is str else 1
+                stack.append(v)
+        elif kind is list or kind is tuple:
+            total += len(node) + 1
+            stack.extend(node)
+        else:
+            total += 1
+        if total > limit:
+            break
+    return total
+
+
 def _dump(value: Any, *, limit: int, what: str) -> bytes:
+    bound = _min_size(value, limit)
+    if bound > limit:
+        raise StateTooLarge(f"{what} is over {bound} bytes, over the limit of {limit}")
     try:
         out = orjson.dumps(value)
     except TypeError as exc:
@@ -449,8 +491,13 @@ def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, 
         if name == "extensions" or (name == "context" and not with_context):
             continue
         doc[name] = _c.unstructure(getattr(state, name), field.type)  # hooks warmed at import
+    if state.schema_version != SCHEMA_VERSION:
+        raise UnsupportedSchemaVersion(
+            f"cannot write a state of schema_version {state.schema_version!r}: this hookagent "
+            f"writes only {SCHEMA_VERSION} (a state decoded here is upcast to it)"
+        )
     for name, value in state.extensions.items():
-        reserved_section(name)
+        _writable_section(name)
         doc[name] = value
     return doc
 
@@ -464,7 +511,68 @@ def encode_state(state: AgentState, *, limit: int = MAX_STATE_BYTES) -> bytes:
 
 
 def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentState:
+    """A whole state from JSON. Its history is not committed (``unchanged_prefix == 0``):
+    nothing says a store holds it, so the next save writes every message."""
+    if isinstance(data, str) and len(data) > limit:  # before encoding: a char is >= 1 byte
+        raise StateTooLarge(f"state is over {len(data)} bytes, over the limit of {limit}")
+    if isinstance(data, (bytes, bytearray)) and _SPLIT_FROM <= len(data) <= limit:
+        state = _decode_split(bytes(data))
+        if state is not None:
+            return state
     return state_from_dict(_parse(data, limit=limit, what="state"))
+
+
+_SPLIT_FROM = 256 * 1024
+_SEP = b'},{"role":'
+_CONTEXT = b'"context":['
+_AFTER = b'}],"permission_context":'  # what follows the history in the codec's field order
+
+
+def _decode_split(data: bytes) -> AgentState | None:
+    """A big state in the form the codec writes, decoded a chunk of messages at a time.
+
+    One parse of the whole document makes orjson hold a worst-case buffer of ~9x the input
+    next to the parsed objects (17x in all at the 8 MiB cap). Here the head and each chunk
+    of messages are parsed apart (under 6x). The splits are proven, not trusted: every
+    chunk must parse as an array of whole values (a split inside a message leaves brackets
+    open), and the head, with the history replaced by a random marker, must parse with that marker as its top-level ``context``. Anything else returns None
+    and the caller parses the whole document (which also explains any error).
+    """
+    start = data.find(_CONTEXT)
+    if start < 0:
+        return None
+    marker = f"hookagent-history-{secrets.token_hex(16)}"  # unguessable: in no document
+    body = start + len(_CONTEXT)
+    parts = data[body:].split(_SEP)
+    last = parts[-1]
+    end = last.find(_AFTER)
+    if end < 0 or data[body : body + 1] != b"{":
+        return None
+    rest = last[end + 2 :]
+    parts[-1] = last[: end + 1]
+    head_doc = None
+    with gc_paused():
+        try:
+            head_doc = orjson.loads(data[:start] + b'"context":"' + marker.encode() + b'"' + rest)
+            if (
+                type(head_doc) is not dict
+                or head_doc.get("context") != marker
+                or head_doc.get("schema_version") != SCHEMA_VERSION
+                or type(head_doc.get("schema_version")) is not int
+            ):
+                return None
+            messages: list[Msg] = []
+            for at in range(0, len(parts), _PARSE_CHUNK):
+                chunk = _SEP.join(parts[at : at + _PARSE_CHUNK])
+                chunk = (b'[{"role":' if at else b"[") + chunk
+                chunk += b"]" if at + _PARSE_CHUNK >= len(parts) else b"}]"
+                messages += [fast_msg(doc, _check_free) for doc in orjson.loads(chunk)]
+        except (orjson.JSONDecodeError, Mismatch):
+            return None
+    del parts
+    state = state_from_dict(head_doc, context=messages)
+    state.context = History(messages)
+    return state
 
 
 def encode_head(state: AgentState) -> bytes:

@@ -185,7 +185,7 @@ def test_plugin_sections_typed_access() -> None:
 
 def test_history_is_runtime_only() -> None:
     state = AgentState.from_json(full_state("u", "s").to_json())
-    assert state.context.unchanged_prefix == 6
+    assert state.context.unchanged_prefix == 0  # decoded from JSON: nothing is committed
     doc = orjson.loads(state.to_json())
     assert set(doc) == {
         "session_id",

@@ -10,7 +10,6 @@ collide under case folding or Unicode normalisation, and decodes back exactly.
 from __future__ import annotations
 
 import re
-
 from typing import TYPE_CHECKING
 
 from ..errors import (

@@ -50,9 +50,9 @@ from ..state import (
     ToolContext,
 )
 from ..store.base import UNCONDITIONAL, AgentStateStore, Fence, Versioned
-from .corpus import HOSTILE_IDS, INVALID_IDS
 from .conformance_handles import HandleConformance
 from .conformance_slots import SlotConformance
+from .corpus import HOSTILE_IDS, INVALID_IDS
 from .differential import DifferentialConformance, all_sessions
 
 

@@ -137,7 +137,9 @@ class HandleConformance(StoreHooks):
                 for expected in (0, 1):
                     winners: list[str] = []
 
-                    async def writer(i: int, handle: Any, expected: int, session: str) -> None:
+                    async def writer(
+                        i: int, handle: Any, expected: int, session: str, winners: list[str]
+                    ) -> None:
                         state = AgentState(session, "u", summary=f"w{i}")
                         try:
                             await handle.save_if_version("u", session, state, expected)
@@ -147,7 +149,9 @@ class HandleConformance(StoreHooks):
 
                     async with anyio.create_task_group() as tg:
                         for i in range(8):
-                            tg.start_soon(writer, i, handles[i % len(handles)], expected, session)
+                            tg.start_soon(
+                                writer, i, handles[i % len(handles)], expected, session, winners
+                            )
                     assert len(winners) == 1, (session, expected, winners)
                     for handle in handles:
                         got = await handle.get_versioned("u", session)

@@ -71,11 +71,14 @@ class SlotConformance(StoreHooks):
     async def test_joined_ids_do_not_collide(self, store: AgentStateStore) -> None:
         pairs = colliding_pairs()
         for i, (user, session) in enumerate(pairs):
-            await store.save_if_version(user, session, AgentState(session, user, f"p{i}"), 0)
+            state = AgentState(session, user, f"p{i}")
+            state.context.append(Msg.user(f"p{i}"))
+            await store.save_if_version(user, session, state, 0)
         for i, (user, session) in enumerate(pairs):
             got = await store.get_versioned(user, session)
             assert got.version == 1 and got.state is not None, (user, session)
             assert got.state.summary == f"p{i}", (user, session, got.state.summary)
+            assert _texts(got.state) == [f"p{i}"], (user, session)
         for user in {u for u, _ in pairs}:
             listed = sorted((await store.list_session_ids(user, limit=1000)).session_ids)
             assert listed == sorted(s for u, s in pairs if u == user), user

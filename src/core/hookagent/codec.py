@@ -288,6 +288,8 @@ def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") 
 
 def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
     if isinstance(data, str):
+        if len(data) > limit:  # before encoding: each character is at least one byte
+            raise StateTooLarge(f"{what} is over {len(data)} bytes, over the limit of {limit}")
         try:
             data = data.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -513,8 +515,6 @@ def encode_state(state: AgentState, *, limit: int = MAX_STATE_BYTES) -> bytes:
 def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentState:
     """A whole state from JSON. Its history is not committed (``unchanged_prefix == 0``):
     nothing says a store holds it, so the next save writes every message."""
-    if isinstance(data, str) and len(data) > limit:  # before encoding: a char is >= 1 byte
-        raise StateTooLarge(f"state is over {len(data)} bytes, over the limit of {limit}")
     if isinstance(data, (bytes, bytearray)) and _SPLIT_FROM <= len(data) <= limit:
         state = _decode_split(bytes(data))
         if state is not None:

@@ -528,3 +528,38 @@ print(len(made))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+# ---------------------------------------------------------------------------- what decodes, encodes
+
+SECTION_NAMES = st.sampled_from(["", " ", "extensions", "context ", "x", "~", "null"]) | text
+FIELDS = ["session_id", "user_id", "summary", "permission_context", "plan_mode_context"]
+FIELDS += ["tasks_context", "tool_context", "shutdown_interrupted", "schema_version", "context"]
+
+
+def _round_trips(data: bytes) -> None:
+    """The property: if ``data`` decodes, the state encodes, and that decodes to the same."""
+    try:
+        state = codec.decode_state(data)
+    except InvalidState:
+        return
+    out = codec.encode_state(state)
+    back = codec.decode_state(out)
+    assert back == state and back.extensions == state.extensions
+    assert codec.encode_state(back) == out
+
+
+@settings(max_examples=300, deadline=None)
+@given(states(), st.data())
+def test_what_decodes_encodes_and_round_trips(state: AgentState, data: st.DataObject) -> None:
+    doc = orjson.loads(state.to_json())
+    for _ in range(data.draw(st.integers(0, 3))):
+        if data.draw(st.booleans()):  # a section under any name
+            doc[data.draw(SECTION_NAMES)] = data.draw(json_value)
+        else:  # a known field replaced by anything
+            doc[data.draw(st.sampled_from(FIELDS))] = data.draw(mutation | json_value)
+    if isinstance(doc.get("context"), list) and doc["context"] and data.draw(st.booleans()):
+        msg = doc["context"][0]
+        if isinstance(msg, dict):
+            msg[data.draw(st.sampled_from([*msg, "extra"]))] = data.draw(mutation | json_value)
+    _round_trips(orjson.dumps(doc))

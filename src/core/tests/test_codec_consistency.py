@@ -47,8 +47,10 @@ async def test_an_edit_through_json_is_saved_at_the_current_version() -> None:
     doc = orjson.loads((await store.get_versioned("u", "s")).state.to_json())  # type: ignore[union-attr]
     doc["context"][0]["content"][0]["text"] = "ONE"
     assert await store.save_if_version("u", "s", AgentState.from_json(orjson.dumps(doc)), 1) == 2
-    got = await store.get_versioned("u", "s")
-    assert [m.text for m in got.state.context] == ["ONE", "two"]  # type: ignore[union-attr]
+    for handle in (store, store.another_handle()):
+        got = await handle.get_versioned("u", "s")
+        assert got.version == 2
+        assert [m.text for m in got.state.context] == ["ONE", "two"]  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------------------- size caps

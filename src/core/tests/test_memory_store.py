@@ -31,6 +31,10 @@ class TestInMemoryStore(StoreConformance):
     def store(self) -> InMemoryAgentStateStore:
         return InMemoryAgentStateStore()
 
+    async def open_handle(self, store: object) -> InMemoryAgentStateStore:
+        assert isinstance(store, InMemoryAgentStateStore)
+        return store.another_handle()
+
     async def plant_state(
         self, store: object, user_id: str, session_id: str, key: str, document: bytes, version: int
     ) -> None:

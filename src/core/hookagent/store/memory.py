@@ -53,6 +53,13 @@ class InMemoryAgentStateStore:
     def __repr__(self) -> str:
         return "InMemoryAgentStateStore()"
 
+    def another_handle(self) -> InMemoryAgentStateStore:
+        """A second handle on the same data (what another process is to a shared backend):
+        tests use it to check that what one handle writes, the other reads."""
+        other = InMemoryAgentStateStore()
+        other._data, other._epochs, other._lock = self._data, self._epochs, self._lock
+        return other
+
     def _entry(self, user_id: str, session_id: str, key: str) -> _Entry | None:
         return self._data.get(user_id, {}).get(session_id, {}).get(key)
 

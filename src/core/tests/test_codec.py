@@ -30,7 +30,7 @@ from hookagent.state import (
     ToolContext,
 )
 from hookagent.testing import ENVELOPES, full_state
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 # ---------------------------------------------------------------------------- strategies
@@ -562,4 +562,8 @@ def test_what_decodes_encodes_and_round_trips(state: AgentState, data: st.DataOb
         msg = doc["context"][0]
         if isinstance(msg, dict):
             msg[data.draw(st.sampled_from([*msg, "extra"]))] = data.draw(mutation | json_value)
-    _round_trips(orjson.dumps(doc))
+    try:
+        raw = orjson.dumps(doc)
+    except orjson.JSONEncodeError:  # an int past 64 bits: no JSON document to decode
+        assume(False)
+    _round_trips(raw)

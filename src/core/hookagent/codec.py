@@ -7,10 +7,7 @@ class this module already knows. Every failure is one typed error that says wher
 
 from __future__ import annotations
 
-import gc
-import secrets
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
@@ -23,8 +20,15 @@ from cattrs.cols import (
 )
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from ._bigstate import SPLIT_FROM, decode_split
+from ._bigstate import gc_paused as gc_paused
 from ._fastmsg import Mismatch, fast_msg, msg_doc
-from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
+from ._limits import MAX_DEPTH as MAX_DEPTH
+from ._limits import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
+from ._limits import MAX_STATE_BYTES as MAX_STATE_BYTES
+from ._limits import _dump, _parse
+from ._limits import check_depth as check_depth
+from .errors import InvalidState, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
 from .state import (
     SCHEMA_VERSION,
@@ -39,12 +43,6 @@ from .state import (
 
 T = TypeVar("T")
 
-MAX_STATE_BYTES = 8 * 1024 * 1024
-"""Largest encoded state accepted (before parse and before write)."""
-MAX_MESSAGE_BYTES = 1024 * 1024
-"""Largest encoded single message accepted."""
-MAX_DEPTH = 64
-"""Deepest nesting of JSON containers accepted anywhere in a stored document."""
 
 _KNOWN_SECTIONS = frozenset(f.name for f in attrs.fields(AgentState)) - {"extensions"}
 
@@ -267,86 +265,6 @@ def _writable_section(name: object) -> None:
         raise InvalidState(f"{name!r} cannot be written as a plugin section")
 
 
-# --------------------------------------------------------------------------- limits
-
-
-def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> None:
-    """Iteratively check container nesting (no recursion, so no RecursionError)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Iterable[Any] = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            raise StateTooLarge(f"{where} nests deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
-
-
-def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
-    if isinstance(data, str):
-        if len(data) > limit:  # before encoding: each character is at least one byte
-            raise StateTooLarge(f"{what} is over {len(data)} bytes, over the limit of {limit}")
-        try:
-            data = data.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise CorruptState(f"{what} is not valid UTF-8 text: {exc.reason}") from None
-    elif not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidState(f"{what} must be JSON text or bytes, got {type(data).__name__}")
-    if len(data) > limit:
-        raise StateTooLarge(f"{what} is {len(data)} bytes, over the limit of {limit}")
-    if not bytes(data[:4]).strip():
-        raise CorruptState(f"{what} is empty")
-    try:
-        return orjson.loads(data)  # orjson itself refuses nesting deeper than 1,024
-    except orjson.JSONDecodeError as exc:
-        raise CorruptState(f"{what} is not valid JSON: {exc}") from None
-
-
-def _min_size(value: Any, limit: int) -> int:
-    """A lower bound of ``value``'s encoded size, walked without encoding (so a payload far
-    over a limit is refused before the big output buffer is allocated); stops past ``limit``.
-
-    Each character of a str encodes to at least one byte, each scalar to at least one, and a
-    container of n items has at least n + 1 bytes of brackets and separators."""
-    total = 0
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is str:
-            total += len(node) + 2
-        elif kind is dict:
-            total += len(node) + 1
-            for k, v in node.items():
-                total += len(k) + 2 if type(k) is str else 1
-                stack.append(v)
-        elif kind is list or kind is tuple:
-            total += len(node) + 1
-            stack.extend(node)
-        else:
-            total += 1
-        if total > limit:
-            break
-    return total
-
-
-def _dump(value: Any, *, limit: int, what: str) -> bytes:
-    bound = _min_size(value, limit)
-    if bound > limit:
-        raise StateTooLarge(f"{what} is over {bound} bytes, over the limit of {limit}")
-    try:
-        out = orjson.dumps(value)
-    except TypeError as exc:
-        raise InvalidState(f"{what} is not JSON-serialisable: {exc}") from None
-    if len(out) > limit:
-        raise StateTooLarge(f"{what} is {len(out)} bytes, over the limit of {limit}")
-    return out
-
-
 # --------------------------------------------------------------------------- messages
 
 
@@ -387,23 +305,6 @@ def msg_from_dict(doc: Any, *, where: str = "message") -> Msg:
 
 def decode_msg(data: bytes | str) -> Msg:
     return msg_from_dict(_parse(data, limit=MAX_MESSAGE_BYTES, what="message"))
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk decode.
-
-    Decoding thousands of messages allocates tens of thousands of objects, which triggers
-    full collections over the whole heap (all of SQLAlchemy, say): that doubles a cold load.
-    Decoded messages hold no reference cycles, so nothing is lost by collecting later.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 _PARSE_CHUNK = 128
@@ -515,64 +416,11 @@ def encode_state(state: AgentState, *, limit: int = MAX_STATE_BYTES) -> bytes:
 def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentState:
     """A whole state from JSON. Its history is not committed (``unchanged_prefix == 0``):
     nothing says a store holds it, so the next save writes every message."""
-    if isinstance(data, (bytes, bytearray)) and _SPLIT_FROM <= len(data) <= limit:
-        state = _decode_split(bytes(data))
+    if isinstance(data, (bytes, bytearray)) and SPLIT_FROM <= len(data) <= limit:
+        state = decode_split(bytes(data), _check_free, state_from_dict, _PARSE_CHUNK)
         if state is not None:
             return state
     return state_from_dict(_parse(data, limit=limit, what="state"))
-
-
-_SPLIT_FROM = 256 * 1024
-_SEP = b'},{"role":'
-_CONTEXT = b'"context":['
-_AFTER = b'}],"permission_context":'  # what follows the history in the codec's field order
-
-
-def _decode_split(data: bytes) -> AgentState | None:
-    """A big state in the form the codec writes, decoded a chunk of messages at a time.
-
-    One parse of the whole document makes orjson hold a worst-case buffer of ~9x the input
-    next to the parsed objects (17x in all at the 8 MiB cap). Here the head and each chunk
-    of messages are parsed apart (under 6x). The splits are proven, not trusted: every
-    chunk must parse as an array of whole values (a split inside a message leaves brackets
-    open), and the head, with the history replaced by a random marker, must parse with that marker as its top-level ``context``. Anything else returns None
-    and the caller parses the whole document (which also explains any error).
-    """
-    start = data.find(_CONTEXT)
-    if start < 0:
-        return None
-    marker = f"hookagent-history-{secrets.token_hex(16)}"  # unguessable: in no document
-    body = start + len(_CONTEXT)
-    parts = data[body:].split(_SEP)
-    last = parts[-1]
-    end = last.find(_AFTER)
-    if end < 0 or data[body : body + 1] != b"{":
-        return None
-    rest = last[end + 2 :]
-    parts[-1] = last[: end + 1]
-    head_doc = None
-    with gc_paused():
-        try:
-            head_doc = orjson.loads(data[:start] + b'"context":"' + marker.encode() + b'"' + rest)
-            if (
-                type(head_doc) is not dict
-                or head_doc.get("context") != marker
-                or head_doc.get("schema_version") != SCHEMA_VERSION
-                or type(head_doc.get("schema_version")) is not int
-            ):
-                return None
-            messages: list[Msg] = []
-            for at in range(0, len(parts), _PARSE_CHUNK):
-                chunk = _SEP.join(parts[at : at + _PARSE_CHUNK])
-                chunk = (b'[{"role":' if at else b"[") + chunk
-                chunk += b"]" if at + _PARSE_CHUNK >= len(parts) else b"}]"
-                messages += [fast_msg(doc, _check_free) for doc in orjson.loads(chunk)]
-        except (orjson.JSONDecodeError, Mismatch):
-            return None
-    del parts
-    state = state_from_dict(head_doc, context=messages)
-    state.context = History(messages)
-    return state
 
 
 def encode_head(state: AgentState) -> bytes:

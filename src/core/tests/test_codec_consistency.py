@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 from hookagent import AgentState, Msg, StateTooLarge, UnsupportedSchemaVersion, codec
+from hookagent._bigstate import SPLIT_FROM, decode_split
 from hookagent.state import SCHEMA_VERSION
 from hookagent.store import InMemoryAgentStateStore
 from hookagent.testing import full_state
@@ -137,18 +138,22 @@ def test_g16_a_state_at_the_cap_loads_at_under_10x_its_size() -> None:
     assert state == codec.decode_state(orjson.dumps(orjson.loads(data)))
 
 
+def _split(data: bytes) -> AgentState | None:
+    return decode_split(data, codec._check_free, codec.state_from_dict, codec._PARSE_CHUNK)
+
+
 def test_the_chunked_decode_agrees_with_the_whole_parse() -> None:
     """The big-state path gives what one parse gives, or declines (for any form but ours)."""
     data = capped_state()
-    split = codec._decode_split(data)
+    split = _split(data)
     assert split is not None
     whole = codec.state_from_dict(orjson.loads(data))
     assert split == whole and split.extensions == whole.extensions
     # forms it must decline: pretty-printed, another field order, a marker-like history
-    assert codec._decode_split(orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2)) is None
+    assert _split(orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2)) is None
     doc = orjson.loads(data)
     reordered = {"context": doc.pop("context"), **doc}
-    assert codec._decode_split(orjson.dumps(reordered)) is None
+    assert _split(orjson.dumps(reordered)) is None
     assert codec.decode_state(orjson.dumps(reordered)) == whole
     # a message that holds the separators in its text and metadata
     state = AgentState("s", "u")
@@ -158,4 +163,4 @@ def test_the_chunked_decode_agrees_with_the_whole_parse() -> None:
         for _ in range(400)
     )
     out = codec.encode_state(state)
-    assert len(out) > codec._SPLIT_FROM and codec.decode_state(out) == state
+    assert len(out) > SPLIT_FROM and codec.decode_state(out) == state

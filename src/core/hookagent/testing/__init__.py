@@ -2,6 +2,7 @@
 
 from .conformance import StoreConformance, every_block_message, full_state
 from .corpus import ENVELOPES, HOSTILE_IDS, INVALID_IDS
+from .crash import CrashReport, kill_mid_save
 from .recorder import HookCall, HookRecorder
 from .scripted import ScriptedModel, tool_call
 
@@ -9,11 +10,13 @@ __all__ = [
     "ENVELOPES",
     "HOSTILE_IDS",
     "INVALID_IDS",
+    "CrashReport",
     "HookCall",
     "HookRecorder",
     "ScriptedModel",
     "StoreConformance",
     "every_block_message",
     "full_state",
+    "kill_mid_save",
     "tool_call",
 ]

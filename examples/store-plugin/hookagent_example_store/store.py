@@ -24,14 +24,24 @@ from hookagent import (
     CorruptState,
     Fence,
     Fenced,
+    InvalidState,
     Msg,
     SessionPage,
     VersionConflict,
     Versioned,
 )
-from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg
+from hookagent.codec import decode_head, decode_msg, encode_head, encode_msg, loads
 from hookagent.store import ExpectedVersion, check_id, check_slot, decode_id, encode_id
-from hookagent.store.ids import check_cursor, check_expected_version, check_fence, check_page_limit
+from hookagent.store.ids import (
+    check_cursor,
+    check_expected_version,
+    check_fence,
+    check_loaded_slot,
+    check_page_limit,
+    check_schema_writable,
+    check_state_slot,
+    slot_name,
+)
 
 from . import schema as sql
 from .cache import MessageCache, Slot
@@ -58,7 +68,13 @@ class ExampleSQLiteStore:
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
     ) -> Versioned:
         check_slot(user_id, session_id, key)
-        return await self._db.run(self._load, _slot(user_id, session_id, key))
+        try:
+            got = await self._db.run(self._load, _slot(user_id, session_id, key))
+        except InvalidState as exc:  # the same error type, naming the slot
+            raise type(exc)(f"{slot_name(user_id, session_id, key)}: {exc}") from exc
+        if got.state is not None:  # bytes copied from another slot are corrupt here
+            check_loaded_slot(got.state, user_id, session_id, key)
+        return got
 
     def _load(self, conn: sqlite3.Connection, slot: Slot) -> Versioned:
         with transaction(conn, immediate=False):  # head and tail from one snapshot
@@ -93,7 +109,7 @@ class ExampleSQLiteStore:
         check_page_limit(limit)
         check_cursor(cursor)  # None or a str (InvalidStoreArgument otherwise)
         after = ""
-        if cursor is not None:
+        if cursor:  # "" is the first page, like None
             # the cursor is the encoded id of the last session of the previous page
             decode_id(check_id(cursor, "cursor"))  # InvalidIdentifier if we never made it
             after = cursor
@@ -121,6 +137,7 @@ class ExampleSQLiteStore:
         check_slot(user_id, session_id, key)
         check_expected_version(expected_version)
         check_fence(fence)  # None or a well-formed Fence (InvalidStoreArgument otherwise)
+        check_state_slot(state, user_id, session_id, key)  # the state names this slot
         # validate before writing: encoding raises InvalidState/StateTooLarge, nothing is written
         head = encode_head(state)
         history = state.context
@@ -157,6 +174,8 @@ class ExampleSQLiteStore:
             if fence is not None:
                 _check_fence(conn, slot[:2], fence, user_id, session_id)
             row = conn.execute(sql.SELECT_HEAD, slot).fetchone()
+            if row is not None:  # never overwrite a newer schema (UNCONDITIONAL included)
+                check_schema_writable(_stored_schema(row[3], ids), *ids)
             current = 0 if row is None else row[0]
             if expected is not UNCONDITIONAL and expected != current:
                 raise VersionConflict(user_id, session_id, key, expected, current)
@@ -215,6 +234,15 @@ class ExampleSQLiteStore:
 
     async def aclose(self) -> None:
         await self._db.aclose()
+
+
+def _stored_schema(head: bytes, ids: tuple[str, str, str]) -> object:
+    """The stored head's ``schema_version``; a head that is not JSON is ``CorruptState``."""
+    try:
+        doc = loads(head, what="state head")
+    except InvalidState as exc:
+        raise CorruptState(f"{slot_name(*ids)}: {exc}; nothing was written") from None
+    return doc.get("schema_version") if isinstance(doc, dict) else None
 
 
 def _slot(user_id: str, session_id: str, key: str) -> Slot:

@@ -81,3 +81,11 @@ async def test_no_lost_updates_across_processes(tmp_path) -> None:
         assert history == [token for token, _ in sorted(acks, key=lambda a: a[1])]
     finally:
         await store.aclose()
+
+
+def test_a_writer_killed_mid_save_leaves_the_old_or_the_new_version(tmp_path) -> None:
+    """The kernel's crash harness: SIGKILL a writer process mid-save, a dozen times."""
+    from hookagent.testing.crash import kill_mid_save
+
+    report = kill_mid_save("hookagent_example_store:ExampleSQLiteStore", str(tmp_path / "a.db"))
+    assert report.kills == 12 and report.killed_in_save > 0

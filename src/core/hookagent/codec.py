@@ -7,9 +7,7 @@ class this module already knows. Every failure is one typed error that says wher
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
@@ -22,8 +20,15 @@ from cattrs.cols import (
 )
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from ._bigstate import SPLIT_FROM, decode_split
+from ._bigstate import gc_paused as gc_paused
 from ._fastmsg import Mismatch, fast_msg, msg_doc
-from .errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
+from ._limits import MAX_DEPTH as MAX_DEPTH
+from ._limits import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
+from ._limits import MAX_STATE_BYTES as MAX_STATE_BYTES
+from ._limits import _dump, _parse
+from ._limits import check_depth as check_depth
+from .errors import InvalidState, UnsupportedSchemaVersion
 from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
 from .state import (
     SCHEMA_VERSION,
@@ -39,12 +44,6 @@ from .state import (
 
 T = TypeVar("T")
 
-MAX_STATE_BYTES = 8 * 1024 * 1024
-"""Largest encoded state accepted (before parse and before write)."""
-MAX_MESSAGE_BYTES = 1024 * 1024
-"""Largest encoded single message accepted."""
-MAX_DEPTH = 64
-"""Deepest nesting of JSON containers accepted anywhere in a stored document."""
 
 _KNOWN_SECTIONS = frozenset(f.name for f in attrs.fields(AgentState)) - {"extensions"}
 
@@ -164,10 +163,12 @@ def make_converter(*, detailed: bool = True) -> cattrs.Converter:
         if type(obj) is list:
             try:
                 with gc_paused():
-                    return History([fast_msg(doc, _check_free) for doc in obj], committed=True)
+                    return History([fast_msg(doc, _check_free) for doc in obj])
             except Mismatch:
                 pass  # the converter says which message and field is wrong
-        return History(c.structure(obj, list[Msg]), committed=True)
+        # not committed: a history decoded from JSON is not known to be what any store holds,
+        # so the next save writes all of it (an edit made through JSON is never dropped)
+        return History(c.structure(obj, list[Msg]))
 
     c.register_structure_hook(History, structure_history)
     c.register_unstructure_hook(History, lambda h: [_msg_doc(m) for m in h])
@@ -253,55 +254,16 @@ def unstructure(value: Any) -> Any:
 
 
 def reserved_section(name: str) -> None:
+    """``put_section``'s rule for a plugin's name: a non-empty str that is no known section."""
     if not isinstance(name, str) or not name or name in _KNOWN_SECTIONS:
         raise InvalidState(f"{name!r} cannot be used as a plugin section name")
 
 
-# --------------------------------------------------------------------------- limits
-
-
-def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> None:
-    """Iteratively check container nesting (no recursion, so no RecursionError)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Iterable[Any] = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            raise StateTooLarge(f"{where} nests deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
-
-
-def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
-    if isinstance(data, str):
-        try:
-            data = data.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise CorruptState(f"{what} is not valid UTF-8 text: {exc.reason}") from None
-    elif not isinstance(data, (bytes, bytearray, memoryview)):
-        raise InvalidState(f"{what} must be JSON text or bytes, got {type(data).__name__}")
-    if len(data) > limit:
-        raise StateTooLarge(f"{what} is {len(data)} bytes, over the limit of {limit}")
-    if not bytes(data[:4]).strip():
-        raise CorruptState(f"{what} is empty")
-    try:
-        return orjson.loads(data)  # orjson itself refuses nesting deeper than 1,024
-    except orjson.JSONDecodeError as exc:
-        raise CorruptState(f"{what} is not valid JSON: {exc}") from None
-
-
-def _dump(value: Any, *, limit: int, what: str) -> bytes:
-    try:
-        out = orjson.dumps(value)
-    except TypeError as exc:
-        raise InvalidState(f"{what} is not JSON-serialisable: {exc}") from None
-    if len(out) > limit:
-        raise StateTooLarge(f"{what} is {len(out)} bytes, over the limit of {limit}")
-    return out
+def _writable_section(name: object) -> None:
+    """What ``state_to_dict`` writes back: any str key that decoding would keep as a
+    section (``""`` included: a slot that loads must also save)."""
+    if not isinstance(name, str) or name in _KNOWN_SECTIONS:
+        raise InvalidState(f"{name!r} cannot be written as a plugin section")
 
 
 # --------------------------------------------------------------------------- messages
@@ -344,23 +306,6 @@ def msg_from_dict(doc: Any, *, where: str = "message") -> Msg:
 
 def decode_msg(data: bytes | str) -> Msg:
     return msg_from_dict(_parse(data, limit=MAX_MESSAGE_BYTES, what="message"))
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk decode.
-
-    Decoding thousands of messages allocates tens of thousands of objects, which triggers
-    full collections over the whole heap (all of SQLAlchemy, say): that doubles a cold load.
-    Decoded messages hold no reference cycles, so nothing is lost by collecting later.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 _PARSE_CHUNK = 128
@@ -455,8 +400,13 @@ def state_to_dict(state: AgentState, *, with_context: bool = True) -> dict[str, 
         if name == "turn_context" and state.turn_context == _IDLE_TURN:
             continue  # written only while a turn is suspended: idle heads stay as they were
         doc[name] = _c.unstructure(getattr(state, name), field.type)  # hooks warmed at import
+    if state.schema_version != SCHEMA_VERSION:
+        raise UnsupportedSchemaVersion(
+            f"cannot write a state of schema_version {state.schema_version!r}: this hookagent "
+            f"writes only {SCHEMA_VERSION} (a state decoded here is upcast to it)"
+        )
     for name, value in state.extensions.items():
-        reserved_section(name)
+        _writable_section(name)
         doc[name] = value
     return doc
 
@@ -470,6 +420,12 @@ def encode_state(state: AgentState, *, limit: int = MAX_STATE_BYTES) -> bytes:
 
 
 def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentState:
+    """A whole state from JSON. Its history is not committed (``unchanged_prefix == 0``):
+    nothing says a store holds it, so the next save writes every message."""
+    if isinstance(data, (bytes, bytearray)) and SPLIT_FROM <= len(data) <= limit:
+        state = decode_split(bytes(data), _check_free, state_from_dict, _PARSE_CHUNK)
+        if state is not None:
+            return state
     return state_from_dict(_parse(data, limit=limit, what="state"))
 
 

@@ -30,7 +30,7 @@ from hookagent.state import (
     ToolContext,
 )
 from hookagent.testing import ENVELOPES, full_state
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 # ---------------------------------------------------------------------------- strategies
@@ -186,7 +186,7 @@ def test_plugin_sections_typed_access() -> None:
 
 def test_history_is_runtime_only() -> None:
     state = AgentState.from_json(full_state("u", "s").to_json())
-    assert state.context.unchanged_prefix == 6
+    assert state.context.unchanged_prefix == 0  # decoded from JSON: nothing is committed
     doc = orjson.loads(state.to_json())
     assert set(doc) == {
         "session_id",
@@ -545,3 +545,43 @@ def test_an_idle_turn_is_not_written_and_a_suspended_one_round_trips() -> None:
     )
     back = AgentState.from_json(state.to_json())
     assert back.turn_context == state.turn_context and back.turn_context.suspended
+
+
+# ---------------------------------------------------------------------------- what decodes, encodes
+
+SECTION_NAMES = st.sampled_from(["", " ", "extensions", "context ", "x", "~", "null"]) | text
+FIELDS = ["session_id", "user_id", "summary", "permission_context", "plan_mode_context"]
+FIELDS += ["tasks_context", "tool_context", "turn_context", "shutdown_interrupted"]
+FIELDS += ["schema_version", "context"]
+
+
+def _round_trips(data: bytes) -> None:
+    """The property: if ``data`` decodes, the state encodes, and that decodes to the same."""
+    try:
+        state = codec.decode_state(data)
+    except InvalidState:
+        return
+    out = codec.encode_state(state)
+    back = codec.decode_state(out)
+    assert back == state and back.extensions == state.extensions
+    assert codec.encode_state(back) == out
+
+
+@settings(max_examples=300, deadline=None)
+@given(states(), st.data())
+def test_what_decodes_encodes_and_round_trips(state: AgentState, data: st.DataObject) -> None:
+    doc = orjson.loads(state.to_json())
+    for _ in range(data.draw(st.integers(0, 3))):
+        if data.draw(st.booleans()):  # a section under any name
+            doc[data.draw(SECTION_NAMES)] = data.draw(json_value)
+        else:  # a known field replaced by anything
+            doc[data.draw(st.sampled_from(FIELDS))] = data.draw(mutation | json_value)
+    if isinstance(doc.get("context"), list) and doc["context"] and data.draw(st.booleans()):
+        msg = doc["context"][0]
+        if isinstance(msg, dict):
+            msg[data.draw(st.sampled_from([*msg, "extra"]))] = data.draw(mutation | json_value)
+    try:
+        raw = orjson.dumps(doc)
+    except orjson.JSONEncodeError:  # an int past 64 bits: no JSON document to decode
+        assume(False)
+    _round_trips(raw)

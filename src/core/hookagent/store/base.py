@@ -7,7 +7,12 @@ version, or, with ``UNCONDITIONAL``, overwrites and still bumps the version.
 Writes proportional to the change: ``state.context.unchanged_prefix`` tells how many leading
 messages are the ones stored at the version the state was loaded at. A store may append only
 ``state.context[unchanged_prefix:]`` when its compare-and-set succeeds at that version; with a
-prefix shorter than what it holds (clear, compaction) it rewrites the history.
+prefix shorter than what it holds (clear, compaction) it rewrites the history; a state
+decoded from JSON has a prefix of 0, so it is rewritten too.
+
+A state is bound to its slot (``ids.check_state_slot`` on save, ``ids.check_loaded_slot``
+on load), and a slot written by a newer schema is never overwritten
+(``ids.check_schema_writable``). Every load and save error names the slot (``ids.slot_name``).
 """
 
 from __future__ import annotations
@@ -58,8 +63,10 @@ class Versioned:
 class Fence:
     """A lease's proof of ownership, checked inside a store's compare-and-set.
 
-    A store that supports fencing refuses the write with ``Fenced`` when the lease's epoch is
-    older than the newest one it has seen for the slot, or the owner differs.
+    The one fence rule, on every save form (``UNCONDITIONAL`` included): a save with a
+    fence is ``Fenced`` when its epoch is older than the newest epoch the store recorded for
+    the slot, or equal to it with another owner; a newer epoch is accepted and recorded; a
+    save without a fence is not fence-checked.
     """
 
     epoch: int
@@ -113,7 +120,8 @@ class AgentStateStore(Protocol):
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None
     ) -> SessionPage:
-        """The user's session ids in a stable order, without loading any payload."""
+        """The user's session ids in a stable order, without loading any payload;
+        ``cursor=""`` is the first page, like None."""
         ...
 
     async def aclose(self) -> None: ...

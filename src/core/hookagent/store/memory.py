@@ -10,9 +10,10 @@ from __future__ import annotations
 import threading
 
 import attrs
+import orjson
 
 from ..codec import decode_head, encode_head, encode_msg
-from ..errors import Fenced, VersionConflict
+from ..errors import CorruptState, Fenced, InvalidState, VersionConflict
 from ..messages import Msg
 from ..state import AgentState
 from .base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion, Fence, SessionPage, Versioned
@@ -21,8 +22,12 @@ from .ids import (
     check_expected_version,
     check_fence,
     check_id,
+    check_loaded_slot,
     check_page_limit,
+    check_schema_writable,
     check_slot,
+    check_state_slot,
+    slot_name,
 )
 
 
@@ -31,6 +36,8 @@ class _Entry:
     version: int
     head: bytes
     messages: tuple[Msg, ...]
+    checked: bool = False
+    """True when this store encoded the entry itself (so it loads); else checked on save."""
 
 
 class InMemoryAgentStateStore:
@@ -39,11 +46,19 @@ class InMemoryAgentStateStore:
     def __init__(self) -> None:
         # user_id -> session_id -> key -> entry ; user_id is the first level of every lookup
         self._data: dict[str, dict[str, dict[str, _Entry]]] = {}
-        self._epochs: dict[tuple[str, str], int] = {}
+        # (user_id, session_id) -> the newest (epoch, owner) a save was fenced with
+        self._epochs: dict[tuple[str, str], tuple[int, str]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return "InMemoryAgentStateStore()"
+
+    def another_handle(self) -> InMemoryAgentStateStore:
+        """A second handle on the same data (what another process is to a shared backend):
+        tests use it to check that what one handle writes, the other reads."""
+        other = InMemoryAgentStateStore()
+        other._data, other._epochs, other._lock = self._data, self._epochs, self._lock
+        return other
 
     def _entry(self, user_id: str, session_id: str, key: str) -> _Entry | None:
         return self._data.get(user_id, {}).get(session_id, {}).get(key)
@@ -56,7 +71,11 @@ class InMemoryAgentStateStore:
             entry = self._entry(user_id, session_id, key)
         if entry is None:
             return Versioned(None, 0)
-        return Versioned(decode_head(entry.head, entry.messages), entry.version)
+        try:
+            state = decode_head(entry.head, entry.messages)
+        except InvalidState as exc:  # the same type, naming the slot
+            raise type(exc)(f"{slot_name(user_id, session_id, key)}: {exc}") from exc
+        return Versioned(check_loaded_slot(state, user_id, session_id, key), entry.version)
 
     async def save_if_version(
         self,
@@ -71,11 +90,14 @@ class InMemoryAgentStateStore:
         check_slot(user_id, session_id, key)
         check_expected_version(expected_version)
         check_fence(fence)
+        check_state_slot(state, user_id, session_id, key)
         head = encode_head(state)
         history = state.context
         with self._lock:
             self._check_fence(user_id, session_id, fence)
             entry = self._entry(user_id, session_id, key)
+            if entry is not None and not entry.checked:
+                _check_stored(entry, user_id, session_id, key)
             current = 0 if entry is None else entry.version
             if expected_version is not UNCONDITIONAL and expected_version != current:
                 raise VersionConflict(user_id, session_id, key, expected_version, current)
@@ -95,20 +117,25 @@ class InMemoryAgentStateStore:
                 messages = tuple(history)
             version = current + 1
             slot = self._data.setdefault(user_id, {}).setdefault(session_id, {})
-            slot[key] = _Entry(version, head, messages)
+            slot[key] = _Entry(version, head, messages, checked=True)
+            if fence is not None:  # recorded only with the write it allowed
+                self._epochs[(user_id, session_id)] = (fence.epoch, fence.owner)
         history.mark_committed()
         return version
 
     def _check_fence(self, user_id: str, session_id: str, fence: Fence | None) -> None:
-        if fence is None:
+        """The one fence rule: older than the newest epoch recorded for the session, or the
+        same epoch held by another owner, is ``Fenced``; a save without a fence is not
+        checked."""
+        recorded = self._epochs.get((user_id, session_id))
+        if fence is None or recorded is None:
             return
-        newest = self._epochs.get((user_id, session_id), 0)
-        if fence.epoch < newest:
+        epoch, owner = recorded
+        if fence.epoch < epoch or (fence.epoch == epoch and fence.owner != owner):
             raise Fenced(
-                f"lease epoch {fence.epoch} of {fence.owner!r} is older than {newest} "
-                f"on user_id={user_id!r} session_id={session_id!r}"
+                f"lease epoch {fence.epoch} of {fence.owner!r} is stale: epoch {epoch} of "
+                f"{owner!r} holds {slot_name(user_id, session_id)}"
             )
-        self._epochs[(user_id, session_id)] = fence.epoch
 
     async def delete(self, user_id: str, session_id: str, key: str | None = None) -> bool:
         check_slot(user_id, session_id, AGENT_STATE_KEY if key is None else key)
@@ -145,3 +172,24 @@ class InMemoryAgentStateStore:
 
     async def aclose(self) -> None:
         return None
+
+
+def _check_stored(entry: _Entry, user_id: str, session_id: str, key: str) -> None:
+    """Fail closed before overwriting an entry this store did not write itself (bytes
+    planted by a test, say): a newer schema is ``UnsupportedSchemaVersion``, anything that
+    does not load is ``CorruptState``; nothing is written, the evidence stays."""
+    where = slot_name(user_id, session_id, key)
+    try:
+        doc = orjson.loads(entry.head)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptState(f"{where}: the stored head is not valid JSON ({exc})") from None
+    check_schema_writable(
+        doc.get("schema_version") if type(doc) is dict else None, user_id, session_id, key
+    )
+    try:
+        check_loaded_slot(decode_head(entry.head, entry.messages), user_id, session_id, key)
+    except InvalidState as exc:
+        if isinstance(exc, CorruptState):
+            raise
+        raise CorruptState(f"{where}: the stored state does not load: {exc}") from exc
+    entry.checked = True

@@ -12,6 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .corpus import ENVELOPES, HOSTILE_IDS, INVALID_IDS
+from .crash import CrashReport, kill_mid_save
 from .recorder import HookCall, HookRecorder
 from .scripted import ScriptedModel, tool_call
 
@@ -28,12 +29,14 @@ __all__ = [
     "ENVELOPES",
     "HOSTILE_IDS",
     "INVALID_IDS",
+    "CrashReport",
     "HookCall",
     "HookRecorder",
     "ScriptedModel",
     "StoreConformance",
     "every_block_message",
     "full_state",
+    "kill_mid_save",
     "tool_call",
 ]
 

@@ -12,6 +12,9 @@ Usage, in a store plugin's tests::
             await store.aclose()
 
 Set ``supports_fencing = False`` on the subclass if the store does not check ``Fence``.
+Define ``open_handle`` (a second handle on the same backend) and ``plant_state`` (raw bytes
+behind the store's back) to run the checks that need them; without them those checks are
+skipped as "not run: ..." (``pytest -rs`` lists them).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from ..state import (
     ToolContext,
 )
 from ..store.base import UNCONDITIONAL, AgentStateStore, Fence, Versioned
+from .conformance_handles import HandleConformance
+from .conformance_slots import SlotConformance
 from .corpus import HOSTILE_IDS, INVALID_IDS
 from .differential import DifferentialConformance, all_sessions
 
@@ -97,8 +102,9 @@ def texts(state: AgentState | None) -> list[str]:
     return [m.text for m in state.context]
 
 
-class StoreConformance(DifferentialConformance):
-    """Inherited tests; a subclass provides a ``store`` fixture yielding a fresh, empty store."""
+class StoreConformance(DifferentialConformance, SlotConformance, HandleConformance):
+    """Inherited tests; a subclass provides a ``store`` fixture yielding a fresh, empty store,
+    and optionally ``open_handle`` and ``plant_state`` (``conformance_hooks.StoreHooks``)."""
 
     pytestmark = pytest.mark.anyio
     supports_fencing = True

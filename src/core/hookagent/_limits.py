@@ -18,20 +18,31 @@ MAX_DEPTH = 64
 """Deepest nesting of JSON containers accepted anywhere in a stored document."""
 
 
-def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> None:
-    """Iteratively check container nesting (no recursion, so no RecursionError)."""
+def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> int:
+    """Iteratively check container nesting (no recursion, so no RecursionError); return a
+    lower bound of the encoded size found on the way (``_min_size``'s rules), so that a
+    caller who needs both walks once."""
     stack: list[tuple[Any, int]] = [(value, 1)]
+    size = 0
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, dict):
+        kind = type(node)
+        if kind is str:
+            size += len(node) + 2
+            continue
+        if kind is dict:
+            size += len(node) + 1 + sum(len(k) + 2 if type(k) is str else 1 for k in node)
             children: Iterable[Any] = node.values()
-        elif isinstance(node, list):
+        elif kind is list:
+            size += len(node) + 1
             children = node
         else:
+            size += 1
             continue
         if depth > limit:
             raise StateTooLarge(f"{where} nests deeper than {limit} levels")
         stack.extend((child, depth + 1) for child in children)
+    return size
 
 
 def _parse(data: bytes | str, *, limit: int, what: str) -> Any:
@@ -82,8 +93,11 @@ def _min_size(value: Any, limit: int) -> int:
     return total
 
 
-def _dump(value: Any, *, limit: int, what: str) -> bytes:
-    bound = _min_size(value, limit)
+def _dump(value: Any, *, limit: int, what: str, bound: int | None = None) -> bytes:
+    """Encode ``value``, refusing it past ``limit``. ``bound`` is a lower bound of its size
+    the caller already knows (a message's text); without one the value is walked first."""
+    if bound is None:
+        bound = _min_size(value, limit)
     if bound > limit:
         raise StateTooLarge(f"{what} is over {bound} bytes, over the limit of {limit}")
     try:

@@ -257,7 +257,10 @@ class Agent:
                 attrs.evolve(event, data={**data, "child": True, "agent_id": self.agent_id})
             )
             parent = parent.parent
-        await self.kernel.relay.run_event(event)
+        relay = self.kernel.relay
+        callers = relay.event_callers()
+        if callers:  # nobody observes and nothing monitors: no dispatch at all
+            await relay.deliver(callers, event)
 
     # ------------------------------------------------------------------ admin operations
     def _slot(self, user_or_ctx: str | RuntimeContext, session_id: str | None) -> tuple[str, str]:

@@ -29,7 +29,15 @@ from ._limits import MAX_STATE_BYTES as MAX_STATE_BYTES
 from ._limits import _dump, _parse
 from ._limits import check_depth as check_depth
 from .errors import InvalidState, UnsupportedSchemaVersion
-from .messages import BLOCK_TYPES, ContentBlock, Msg, OutputBlock
+from .messages import (
+    BLOCK_TYPES,
+    ContentBlock,
+    Msg,
+    OutputBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+)
 from .state import (
     SCHEMA_VERSION,
     AgentState,
@@ -285,10 +293,29 @@ def _msg_doc(msg: Msg) -> dict[str, Any]:
         return data
 
 
+def _text_size(msg: Msg) -> int:
+    """A lower bound of a message's encoded size from its text alone (each character is at
+    least one byte): where a message's bulk is, found in a few attribute reads."""
+    size = 0
+    for block in msg.content:
+        if isinstance(block, TextBlock):
+            size += len(block.text)
+        elif isinstance(block, ToolResultBlock):
+            for out in block.output:
+                if isinstance(out, TextBlock):
+                    size += len(out.text)
+        elif isinstance(block, ThinkingBlock):
+            size += len(block.thinking)
+    return size
+
+
 def encode_msg(msg: Msg) -> bytes:
+    """A message over the limit by its text is refused before it is encoded; its free-form
+    values (tool input, metadata) were walked for depth already, and a message over the
+    limit through them is refused once encoded (at most its own size allocated)."""
     if not isinstance(msg, Msg):
         raise InvalidState(f"expected a Msg, got {type(msg).__name__}")
-    return _dump(_msg_doc(msg), limit=MAX_MESSAGE_BYTES, what="message")
+    return _dump(_msg_doc(msg), limit=MAX_MESSAGE_BYTES, what="message", bound=_text_size(msg))
 
 
 def _check_free(value: Any) -> None:
@@ -432,8 +459,8 @@ def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentSta
 def encode_head(state: AgentState) -> bytes:
     """Every section but the history (stores keep the history as separate records)."""
     doc = state_to_dict(state, with_context=False)
-    check_depth(doc, where="state head")
-    return _dump(doc, limit=MAX_STATE_BYTES, what="state head")
+    bound = check_depth(doc, where="state head")  # one walk: depth and a size bound
+    return _dump(doc, limit=MAX_STATE_BYTES, what="state head", bound=bound)
 
 
 def decode_head(data: bytes | str, context: Sequence[Msg]) -> AgentState:

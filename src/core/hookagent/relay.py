@@ -140,11 +140,19 @@ class HookRelay:
     async def run_event(self, event: RunEvent) -> None:
         """Every observer sees the event, in pluggy order; one that fails is logged and
         never hides the event from the others (pluggy alone would stop at the first)."""
+        callers = self.event_callers()
+        if callers:
+            await self.deliver(callers, event)
+
+    def event_callers(self) -> list[Any]:
+        """Who receives run events now (empty: nobody would see them, skip the event's
+        dispatch); one attribute compare while no plugin or monitor came or went."""
         generation = getattr(self.pm, "generation", None)
         if generation is None or generation != self._observers[0]:
-            callers = self._event_callers(generation)
-        else:
-            callers = self._observers[1]
+            return self._event_callers(generation)
+        return self._observers[1]
+
+    async def deliver(self, callers: list[Any], event: RunEvent) -> None:
         for caller in callers:
             try:
                 for result in caller(event=event):

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from hookagent import Msg
 from hookagent.store import AgentStateStore
-from hookagent.testing import StoreConformance
+from hookagent.testing import StoreConformance, full_state
 from hookagent.testing.conformance_hooks import split_document
 from hookagent_store_redis import RedisAgentStateStore, connect
 from hookagent_store_redis.testing import STANDALONE, ClusterInfo, SentinelInfo, plant_slot
@@ -34,6 +35,26 @@ class RedisConformance(StoreConformance):
         assert isinstance(store, RedisAgentStateStore)
         head, messages = split_document(document)
         await plant_slot(store, user_id, session_id, key, head, messages, version)
+
+    async def test_a_planted_state_of_its_own_slot_loads_as_written(
+        self, store: RedisAgentStateStore
+    ) -> None:
+        """The planted-state checks expect CorruptState: this one proves a plant is a valid
+        slot (chain, count, counters, key set, index), so they fail for the planted ids, not
+        for a broken plant."""
+        document = full_state("u", "s").to_json().encode()
+        await self.plant_state(store, "u", "s", "agent_state", document, 7)
+        async with self.handles(store, 1) as (other,):
+            for handle in (store, other):
+                got = await handle.get_versioned("u", "s")
+                assert got.version == 7 and got.state is not None
+                assert got.state.to_json().encode() == document
+            assert (await store.list_session_ids("u")).session_ids == ("s",)
+            got.state.context.append(Msg.user("after"))
+            assert await other.save_if_version("u", "s", got.state, 7) == 8
+            loaded = await store.get_versioned("u", "s")
+            assert loaded.state is not None and loaded.state.context[-1].text == "after"
+            assert await store.delete("u", "s") and not await other.exists("u", "s")
 
 
 class TestStandalone(RedisConformance):

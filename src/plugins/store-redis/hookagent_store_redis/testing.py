@@ -282,6 +282,44 @@ def run_sentinel(d: Path) -> Iterator[SentinelInfo]:
 # ---------------------------------------------------------------------------------- helpers
 
 
+async def plant_slot(
+    store: Any,
+    user_id: str,
+    session_id: str,
+    key: str,
+    head: bytes,
+    messages: list[bytes],
+    version: int,
+) -> None:
+    """Write a slot's raw keys as a save at ``version`` would, behind the store's back
+    (bytes copied from another slot, or written by another hookagent): a head whose chain,
+    count and lineage ring match ``messages``, fresh generation and incarnation counters,
+    the key set and the per-user index entry. Plain commands, no script: another writer."""
+    from hookagent.store.ids import encode_id
+
+    from .cache import chain
+
+    sk, kname = store.layout.session(user_id, session_id), encode_id(key)
+    client = store.client
+    write_id = uuid.uuid4().hex[:16]
+    await client.delete(sk.head(kname), sk.messages(kname))
+    if messages:
+        await client.rpush(sk.messages(kname), *messages)
+    fields = {
+        "v": version,
+        "g": await client.hincrby(sk.meta, f"g:{kname}", 1),
+        "n": len(messages),
+        "c": chain("", messages),
+        "i": await client.hincrby(sk.meta, f"i:{kname}", 1),
+        "w": write_id,
+        "d": head,
+        "r": write_id[:8],
+    }
+    await client.hset(sk.head(kname), mapping=fields)
+    await client.sadd(sk.keyset, kname)
+    await client.zadd(store.layout.user_index(user_id), {encode_id(session_id): 0})
+
+
 async def delete_prefix(client: Any, prefix: str) -> None:
     """Delete every key under ``prefix`` on every primary (standalone, cluster or sentinel)."""
     pattern = f"{prefix}:*"

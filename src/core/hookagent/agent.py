@@ -238,17 +238,26 @@ class Agent:
 
     async def emit(self, run: AgentRun, kind: str, data: dict[str, Any]) -> None:
         """Record a run event on the run (and its parents) and hand it to the observers."""
+        event = self.record_event(run, kind, data)
+        relay = self.kernel.relay
+        callers = relay.event_callers()
+        if callers:  # nobody observes and nothing monitors: no dispatch at all
+            await relay.deliver(callers, event)
+
+    def record_event(self, run: AgentRun, kind: str, data: dict[str, Any]) -> RunEvent:
+        """The event, recorded on the run and forwarded to its parents (not yet observed)."""
         info = run.info
         assert info is not None  # events are emitted only for admitted runs
+        ctx = run.ctx
         event = RunEvent(
             kind,  # type: ignore[arg-type]
             self.agent_id,
             info.user_id,
             info.session_id,
-            run.run_id,
+            ctx.run_id,
             run.event_count,
             data,
-            turn_id=run.turn_id,
+            turn_id=ctx.turn_id,
         )
         run.record(event)
         parent = run.parent
@@ -257,10 +266,7 @@ class Agent:
                 attrs.evolve(event, data={**data, "child": True, "agent_id": self.agent_id})
             )
             parent = parent.parent
-        relay = self.kernel.relay
-        callers = relay.event_callers()
-        if callers:  # nobody observes and nothing monitors: no dispatch at all
-            await relay.deliver(callers, event)
+        return event
 
     # ------------------------------------------------------------------ admin operations
     def _slot(self, user_or_ctx: str | RuntimeContext, session_id: str | None) -> tuple[str, str]:

@@ -66,6 +66,7 @@ class Execution:
     ) -> None:
         self.agent, self.run = agent, run
         self.kernel = agent.kernel
+        self.relay = agent.kernel.relay
         self.ctx: RuntimeContext = run.ctx
         self.slot = (user_id, session_id)
         self.fence = fence
@@ -74,7 +75,10 @@ class Execution:
         self.tools: dict[str, Tool] = {}
 
     async def emit(self, kind: str, /, **data: Any) -> None:
-        await self.agent.emit(self.run, kind, data)
+        event = self.agent.record_event(self.run, kind, data)
+        callers = self.relay.event_callers()
+        if callers:
+            await self.relay.deliver(callers, event)
 
     # ------------------------------------------------------------------ the run
     async def execute(self) -> Msg:

@@ -121,6 +121,8 @@ class AgentRun:
         self.scope: anyio.CancelScope | None = None
         """The cancel scope of the admitted execution (set by the host while it runs)."""
         self._events: list[RunEvent] = []
+        self.event_count = 0
+        """How many events this run recorded (the next event's ``seq``)."""
         self._event_added: anyio.Event | None = None
         self._done: anyio.Event | None = None
         self._subscribed = False
@@ -203,11 +205,9 @@ class AgentRun:
     def record(self, event: RunEvent) -> None:
         """Add an event to this run's stream (the host does, for it and its subagents)."""
         self._events.append(event)
-        self._wake()
-
-    @property
-    def event_count(self) -> int:
-        return len(self._events)
+        self.event_count += 1
+        if self._event_added is not None:
+            self._wake()
 
     def _wake(self) -> None:
         if self._event_added is not None:

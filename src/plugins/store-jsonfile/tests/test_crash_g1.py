@@ -44,3 +44,14 @@ def test_negative_control_naive_writer_corrupts(tmp_path: Path) -> None:
     print(summary)
     assert summary["kills"] == 40
     assert summary["unreadable"] > 0, "the harness failed to catch a naive writer"
+
+
+def test_the_kernel_crash_harness(tmp_path: Path) -> None:
+    """The conformance suite's exported harness (``hookagent.testing.crash``) on this store:
+    after each SIGKILL the slot loads at the acknowledged version or the one in flight, with
+    exactly that version's history, and takes the next save."""
+    from hookagent.testing.crash import kill_mid_save
+
+    report = kill_mid_save("hookagent_store_jsonfile:LocalJsonFileStore", str(tmp_path / "root"))
+    assert report.kills == 12 and report.killed_in_save > 0
+    assert report.final_version > 12

@@ -18,31 +18,20 @@ MAX_DEPTH = 64
 """Deepest nesting of JSON containers accepted anywhere in a stored document."""
 
 
-def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> int:
-    """Iteratively check container nesting (no recursion, so no RecursionError); return a
-    lower bound of the encoded size found on the way (``_min_size``'s rules), so that a
-    caller who needs both walks once."""
+def check_depth(value: Any, limit: int = MAX_DEPTH, *, where: str = "document") -> None:
+    """Iteratively check container nesting (no recursion, so no RecursionError)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
-    size = 0
     while stack:
         node, depth = stack.pop()
-        kind = type(node)
-        if kind is str:
-            size += len(node) + 2
-            continue
-        if kind is dict:
-            size += len(node) + 1 + sum(len(k) + 2 if type(k) is str else 1 for k in node)
+        if isinstance(node, dict):
             children: Iterable[Any] = node.values()
-        elif kind is list:
-            size += len(node) + 1
+        elif isinstance(node, list):
             children = node
         else:
-            size += 1
             continue
         if depth > limit:
             raise StateTooLarge(f"{where} nests deeper than {limit} levels")
         stack.extend((child, depth + 1) for child in children)
-    return size
 
 
 def _parse(data: bytes | str, *, limit: int, what: str) -> Any:

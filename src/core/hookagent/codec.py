@@ -459,7 +459,10 @@ def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentSta
 def encode_head(state: AgentState) -> bytes:
     """Every section but the history (stores keep the history as separate records)."""
     doc = state_to_dict(state, with_context=False)
-    bound = check_depth(doc, where="state head")  # one walk: depth and a size bound
+    check_depth(doc, where="state head")
+    # the summary is where a head's bulk is: over the limit, it is refused before encoding;
+    # a section over it is refused once encoded (at most its own size allocated)
+    bound = len(state.summary) if isinstance(state.summary, str) else 0
     return _dump(doc, limit=MAX_STATE_BYTES, what="state head", bound=bound)
 
 

@@ -9,6 +9,7 @@ recovery reply; a suspended one saves the pending interactions in ``turn_context
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -67,32 +68,36 @@ class Execution:
         self.agent, self.run = agent, run
         self.kernel = agent.kernel
         self.relay = agent.kernel.relay
+        self.observers = self.relay.event_callers()
+        """Who sees this run's events (a plugin registered meanwhile: from the next run)."""
         self.ctx: RuntimeContext = run.ctx
         self.slot = (user_id, session_id)
         self.fence = fence
         self.version = 0
         self.loaded_len = 0
         self.tools: dict[str, Tool] = {}
+        self.load_started_at = 0.0
+        self.store_class = ""
 
     async def emit(self, kind: str, /, **data: Any) -> None:
         event = self.agent.record_event(self.run, kind, data)
-        callers = self.relay.event_callers()
-        if callers:
-            await self.relay.deliver(callers, event)
+        if self.observers:
+            await self.relay.deliver(self.observers, event)
 
     # ------------------------------------------------------------------ the run
     async def execute(self) -> Msg:
         run = self.run
+        self.load_started_at = time.time()
         try:
             state = await self.load()
             answers = self.admit(state, run.msgs, run.answers)
             if run.info is not None and run.info.turn_id != self.ctx.turn_id:
                 run.info = attrs.evolve(run.info, turn_id=self.ctx.turn_id)  # rare: answers
         except BaseException as exc:
-            await self.emit("run_started")
+            await self.started()
             await self.failed(exc)  # refused before any input was taken: nothing is saved
             raise
-        await self.emit("run_started")
+        await self.started()
         try:
             await self.loaded(state)
         except BaseException as exc:
@@ -148,6 +153,7 @@ class Execution:
 
     async def load(self) -> AgentState:
         store = await self.kernel.store()
+        self.store_class = type(store).__name__
         cached = self.agent.slot_cache.get(self.slot)
         if cached is not None and not self.kernel.config.reload_each_call:
             state, self.version = cached
@@ -166,8 +172,20 @@ class Execution:
         self.ctx.agent_state = state
         return state
 
+    async def started(self) -> None:
+        """``run_started`` comes after the load (a resumed turn's id is known only then);
+        its ``admitted_at`` and ``state_loaded``'s ``load_started_at`` give the real times."""
+        info = self.run.info
+        await self.emit("run_started", admitted_at=info.started_at if info else None)
+
     async def loaded(self, state: AgentState) -> None:
-        await self.emit("state_loaded", version=self.version, messages=len(state.context))
+        await self.emit(
+            "state_loaded",
+            version=self.version,
+            messages=len(state.context),
+            load_started_at=self.load_started_at,
+            store=self.store_class,
+        )
         await self.kernel.relay.state_loaded(state, self.ctx)
 
     # ------------------------------------------------------------------ suspension
@@ -276,7 +294,8 @@ class Execution:
                     )
                 )
                 raise
-            pending = [o for u in uses if isinstance(o := outcomes[u.id], PendingInteraction)]
+            results = [outcomes[u.id] for u in uses]
+            pending = [o for o in results if type(o) is PendingInteraction]
             if pending:
                 state.turn_context = attrs.evolve(
                     turn,
@@ -286,9 +305,8 @@ class Execution:
                     results=[o for o in outcomes.values() if isinstance(o, ToolResultBlock)],
                 )
                 return self.suspended_reply(state)
-            results = [o for u in uses if isinstance(o := outcomes[u.id], ToolResultBlock)]
-            state.context.append(Msg("tool", results))
-            if all(isinstance(r, ToolResultBlock) and r.state == "denied" for r in results):
+            state.context.append(Msg("tool", results))  # type: ignore[arg-type]  # no pending
+            if all(r.state == "denied" for r in results):  # type: ignore[union-attr]
                 reply = synthetic_reply(
                     "Every tool call of this step was denied; the turn stops here.",
                     GenerateReason.ALL_TOOLS_DENIED,

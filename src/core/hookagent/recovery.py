@@ -25,7 +25,8 @@ def close_open_tool_uses(state: AgentState, start: int) -> None:
     """Give every tool_use after ``start`` without a result (and not held by a suspended
     turn) an ``interrupted`` result."""
     history = state.context
-    keep = held_ids(state.turn_context)
+    turn = state.turn_context
+    keep = held_ids(turn) if turn.pending or turn.results else ()
     open_uses: dict[str, ToolUseBlock] = {}
     for msg in history[start:]:
         for block in msg.content:

@@ -58,6 +58,10 @@ def _key(event: RunEvent) -> RunKey:
     return (event.agent_id, event.user_id, event.session_id, event.run_id)
 
 
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
 def store_kind(ctx: RuntimeContext) -> str:
     """The configured store's scheme (never its URL: it may hold a password) or class name."""
     run = ctx.get(AgentRun)
@@ -134,8 +138,12 @@ class Telemetry:
             attributes["hookagent.turn_id"] = event.turn_id
         if self.options.record_user_id:
             attributes["user.id"] = event.user_id
+        admitted = event.data.get("admitted_at")
         span = self.tracer.start_span(
-            f"invoke_agent {event.agent_id}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"invoke_agent {event.agent_id}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=_ns(admitted) if isinstance(admitted, float) else None,
         )
         token = otel_context.attach(trace.set_span_in_context(span))
         corr = set_correlation(
@@ -154,6 +162,19 @@ class Telemetry:
                 {"hookagent.state.version": version, "hookagent.state.messages": messages},
             )
             record.span.set_attribute("hookagent.state.loaded_version", version)
+            started = event.data.get("load_started_at")
+            if isinstance(started, float):  # a timed span for the load, under the run
+                load = self.tracer.start_span(
+                    "hookagent.state.load",
+                    context=trace.set_span_in_context(record.span),
+                    start_time=_ns(started),
+                    attributes={
+                        "hookagent.store.class": str(event.data.get("store", "")),
+                        "hookagent.state.version": version if isinstance(version, int) else -1,
+                        "hookagent.state.messages": messages if isinstance(messages, int) else -1,
+                    },
+                )
+                load.end(end_time=_ns(event.timestamp))
 
     def _end_run(self, event: RunEvent) -> None:
         record = self.runs.pop(_key(event), None)

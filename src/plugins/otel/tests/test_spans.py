@@ -68,17 +68,19 @@ def test_two_tools_and_a_subagent_make_one_tree(otel: Otel) -> None:
     reply = lead.call_sync("go", RuntimeContext(user_id="ann", session_id="main"))
     assert reply.text == "done"
     persist = ("hookagent.state.persist", [])
+    load = ("hookagent.state.load", [])
     assert otel.tree() == [
         (
             "invoke_agent lead",
             [
+                load,
                 ("chat scripted", []),
                 ("execute_tool add", []),
                 ("execute_tool lookup", []),
                 ("chat scripted", []),
                 (
                     "execute_tool research",
-                    [("invoke_agent researcher", [("chat scripted", []), persist])],
+                    [("invoke_agent researcher", [load, ("chat scripted", []), persist])],
                 ),
                 ("chat scripted", []),
                 persist,
@@ -93,6 +95,13 @@ def test_two_tools_and_a_subagent_make_one_tree(otel: Otel) -> None:
     assert lead_span.attributes["hookagent.outcome"] == "COMPLETED"
     assert {s.status.status_code for s in otel.finished()} == {StatusCode.UNSET}
     assert len({s.context.trace_id for s in otel.finished()}) == 1
+    # the load is timed: it starts with the run (its admission) and ends before the model
+    [first_load, _] = sorted(otel.named("hookagent.state.load"), key=lambda s: s.start_time or 0)
+    first_chat = min(otel.named("chat"), key=lambda s: s.start_time or 0)
+    assert lead_span.start_time <= first_load.start_time <= first_load.end_time  # type: ignore[operator]
+    assert first_load.end_time <= first_chat.start_time  # type: ignore[operator]
+    assert first_load.attributes["hookagent.store.class"] == "InMemoryAgentStateStore"
+    assert first_load.attributes["hookagent.state.version"] == 0
 
 
 def test_run_span_attributes_without_opt_in(otel: Otel) -> None:

@@ -36,7 +36,7 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     control.check()
     ex.tools, specs = kernel.enabled_tools(state.tool_context.activated_groups)
     request = ModelRequest(
-        messages=list(state.context), tools=list(specs), system=kernel.config.system_prompt
+        messages=state.context[:], tools=list(specs), system=kernel.config.system_prompt
     )
     await kernel.relay.build_model_request(request, ex.ctx)
     await ex.emit("model_requested", messages=len(request.messages))

@@ -168,6 +168,7 @@ class Execution:
                 self.slot,
             )
             finish_step(state, {}, "interrupted", "the suspended step was lost")
+            state.turn_context = TurnContext()
         close_open_tool_uses(state, max(0, len(state.context) - 2))
         self.ctx.agent_state = state
         return state
@@ -195,6 +196,7 @@ class Execution:
         for p in turn.pending:
             await self.emit("interaction_resolved", tool_use_id=p.tool_use_id, answer="superseded")
         finish_step(state, {r.id: r for r in turn.results}, "denied", SUPERSEDED)
+        state.turn_context = TurnContext()  # that turn is over; the input starts a new one
 
     async def answer(
         self, state: AgentState, pairs: list[tuple[PendingInteraction, Answer]]
@@ -260,8 +262,9 @@ class Execution:
     async def reason_and_act(self, state: AgentState) -> Msg:
         config = self.kernel.config
         turn = state.turn_context
-        while turn.iterations < config.max_iterations:
-            turn.iterations += 1
+        iterations = turn.iterations  # a local count: attrs' on_setattr costs a call a set
+        while iterations < config.max_iterations:
+            iterations += 1
             message = (await ask_model(self, state)).message
             uses = message.tool_uses
             if not uses:
@@ -300,6 +303,7 @@ class Execution:
                 state.turn_context = attrs.evolve(
                     turn,
                     turn_id=self.ctx.turn_id,
+                    iterations=iterations,
                     step_id=message.id,
                     pending=pending,
                     results=[o for o in outcomes.values() if isinstance(o, ToolResultBlock)],

@@ -69,7 +69,7 @@ def finish_step(
     if step is not None:
         ordered = [results.get(u.id) or error_result(u, why, fill) for u in step.tool_uses]
         state.context.append(Msg("tool", ordered))
-    state.turn_context = TurnContext()
+    state.turn_context = TurnContext(iterations=turn.iterations)  # the turn's count goes on
     if step is None and turn.step_id is not None:  # the tail moved (an edit): close it
         close_open_tool_uses(state, 0)
 

@@ -356,3 +356,16 @@ async def test_a_suspended_turn_round_trips_through_json_and_another_store_handl
     uid = reply.metadata["pending"][0]["tool_use_id"]
     done = await other.call(answers=[Approve(uid)], ctx=ctx.derive(run_id=None))
     assert done.text == "success: deployed to prod" and RAN == ["prod"]
+
+
+async def test_max_iterations_counts_the_whole_turn_across_runs() -> None:
+    model = ScriptedModel(
+        [tool_call("deploy", env="prod"), tool_call("lookup", key="k"), "never asked"]
+    )
+    agent = config(model, max_iterations=2).build()
+    reply, ctx = await suspend(agent)  # model call 1 of the turn
+    uid = reply.metadata["pending"][0]["tool_use_id"]
+    done = await agent.call(answers=[Approve(uid)], ctx=ctx.derive(run_id=None))
+    assert done.metadata["generate_reason"] == "MAX_ITERATIONS"  # call 2 was the turn's last
+    assert len(model.requests) == 2
+    assert_valid(await agent.get_agent_state("u", "s"))

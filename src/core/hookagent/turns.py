@@ -151,6 +151,8 @@ def match_answers(
                 f"{type(answer).__name__} does not answer a {found.kind!r} interaction "
                 f"(tool_use {uid!r}, tool {found.tool!r})"
             )
+        if isinstance(answer, ExternalResult):
+            answer.result(found.tool)  # a bad output is refused now, before anything changes
         pairs.append((found, answer))
     return pairs
 

@@ -95,7 +95,7 @@ def test_otlp_collector(tmp_path: Path, collector: Collector) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hello"
     assert sorted(collector.span_names) == sorted(
-        ["invoke_agent agent", "chat scripted", "hookagent.state.persist"]
+        ["invoke_agent agent", "hookagent.state.load", "chat scripted", "hookagent.state.persist"]
     )
     assert "hookagent.runs" in collector.metric_names
     assert "gen_ai.client.operation.duration" in collector.metric_names

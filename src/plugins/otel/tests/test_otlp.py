@@ -93,6 +93,7 @@ def test_otlp_http_export_shows_the_span_tree(receiver: Receiver) -> None:
     assert attributes["hookagent.run_id"] == ctx.run_id
     assert attributes["hookagent.outcome"] == "COMPLETED"
     assert [s.name for s in children(root.span_id)] == [
+        "hookagent.state.load",
         "chat scripted",
         "execute_tool lookup",
         "chat scripted",

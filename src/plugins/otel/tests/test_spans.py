@@ -283,7 +283,16 @@ def test_the_run_nests_under_the_applications_span(otel: Otel) -> None:
     assert otel.tree() == [
         (
             "POST /chat",
-            [("invoke_agent agent", [("chat scripted", []), ("hookagent.state.persist", [])])],
+            [
+                (
+                    "invoke_agent agent",
+                    [
+                        ("hookagent.state.load", []),
+                        ("chat scripted", []),
+                        ("hookagent.state.persist", []),
+                    ],
+                )
+            ],
         )
     ]
 

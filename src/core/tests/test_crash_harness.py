@@ -64,4 +64,5 @@ def test_a_store_written_in_place_is_caught(toy: Path) -> None:
 
 def test_an_atomic_store_passes(toy: Path) -> None:
     report = kill_mid_save("toy_crash_store:FileStore", str(toy / "s.json"), "yes", kills=8)
-    assert report.kills == 8 and report.killed_in_save >= 4 and report.final_version > 8
+    # at least one kill landed mid-save (how many depends on the machine's load)
+    assert report.kills == 8 and report.killed_in_save >= 1 and report.final_version > 8

@@ -40,4 +40,4 @@ def test_a_writer_killed_mid_save_loses_nothing_acknowledged(
         anyio.run(drop_tables, url, names)
     print(path, report)
     assert report.kills == KILLS and report.final_version > KILLS
-    assert report.killed_in_save >= 2  # the kills did land mid-save, not only between saves
+    assert report.killed_in_save >= 1  # a kill did land mid-save, not only between saves

@@ -1,0 +1,189 @@
+"""The TASK_STATE projection: a pure function of (the request's messages, the section).
+
+What the model sees of the task state is built per request and never stored:
+
+* every full ``todo_write`` result but the latest current one becomes a receipt ("Todo update
+  recorded at revision N"), so old lists do not pile up in the context;
+* when no current full result is visible (none yet, an admin change since, or the latest
+  one truncated or offloaded: its text no longer equals the list it stood for), one synthetic
+  user message with a fixed id holds ``<TASK_STATE revision="N">``; requirements and
+  verification parts are added when there are any, the todos are left out when the current
+  full result is visible (not duplicated);
+* text that came from users or the model is XML-escaped, so ``</TASK_STATE>`` in a todo
+  cannot close the block.
+
+Projecting a projected list again gives the same list (receipts are not full results, and the
+synthetic message is replaced, with a timestamp taken from the messages, not the clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+from hookagent.messages import Msg, TextBlock, ToolResultBlock
+
+from .model import TasksContext
+from .todos import RESULT_HEADER, render_result, todo_lines
+
+TODO_TOOL = "todo_write"
+TASK_STATE_ID = "hookagent-tasks-state"
+"""The id of the synthetic TASK_STATE message (a request holds at most one)."""
+SHOW = ("todos", "requirements", "verification")
+
+
+@attrs.frozen
+class View:
+    """What the projection shows (``plugin_options["tasks"]["show"]``)."""
+
+    todos: bool = True
+    requirements: bool = True
+    verification: bool = True
+
+
+def escape(value: str) -> str:
+    """XML-escape text and attribute values (``&``, ``<``, ``>``, ``"``)."""
+    if "&" in value:
+        value = value.replace("&", "&amp;")
+    if "<" in value:
+        value = value.replace("<", "&lt;")
+    if ">" in value:
+        value = value.replace(">", "&gt;")
+    if '"' in value:
+        value = value.replace('"', "&quot;")
+    return value
+
+
+def receipt(revision: str) -> str:
+    return f"Todo update recorded at revision {revision}."
+
+
+def is_empty(tc: TasksContext) -> bool:
+    """Nothing was ever recorded: a plain agent's request stays exactly as it was."""
+    return (
+        tc.revision == 0
+        and not tc.tasks
+        and tc.scope is None
+        and not tc.requirements
+        and not tc.verifications
+    )
+
+
+def render_state(tc: TasksContext, view: View, *, todos: bool) -> str | None:
+    """The TASK_STATE block (None when it would say nothing)."""
+    parts: list[str] = []
+    scope = tc.scope
+    if scope is not None:
+        parts.append(
+            f'<OBJECTIVE task_id="{escape(scope.task_id)}">{escape(scope.objective)}</OBJECTIVE>'
+        )
+    elif tc.objective:
+        parts.append(f"<OBJECTIVE>{escape(tc.objective)}</OBJECTIVE>")
+    show_todos = todos and view.todos
+    if show_todos:
+        lines = todo_lines(tc.tasks, escape) or ["(no todos)"]
+        parts.append("<TODOS>\n" + "\n".join(lines) + "\n</TODOS>")
+    if view.requirements and tc.requirements:
+        lines = []
+        for r in tc.requirements:
+            note = {
+                "CANDIDATE": "proposed, not confirmed, unverified",
+                "CONFIRMED": "confirmed; not verified satisfaction",
+                "REJECTED": "rejected: do not pursue",
+            }[r.status]
+            lines.append(f"- {escape(r.id)} {r.kind} {r.status} ({note}): {escape(r.text)}")
+        parts.append("<REQUIREMENTS>\n" + "\n".join(lines) + "\n</REQUIREMENTS>")
+    if view.verification and tc.verifications:
+        current = [v for v in tc.verifications if tc.is_current(v)]
+        lines = [
+            f"- {escape(v.requirement_id)} {v.outcome} by {escape(v.verifier_id)} "
+            f"(action {escape(v.action_id)}): {escape(v.reason)}"
+            for v in current
+        ]
+        stale = len(tc.verifications) - len(current)
+        if stale:
+            lines.append(
+                f"- {stale} older report(s) are about another subject version: not current"
+            )
+        version = escape(tc.subject_version or "")
+        parts.append(
+            f'<VERIFICATION subject_version="{version}">\n'
+            + "\n".join(lines)
+            + "\n(PASSED is not a verdict on overall completion)\n</VERIFICATION>"
+        )
+    if not parts and not show_todos:
+        return None
+    body = "\n".join(parts)
+    return f'<TASK_STATE revision="{tc.revision}">\n{body}\n</TASK_STATE>'
+
+
+def project(
+    messages: Sequence[Msg],
+    tc: TasksContext,
+    view: View = View(),  # frozen: safe to share
+    *,
+    full_result: str | None = None,
+) -> list[Msg]:
+    """The messages the model is sent: receipts for older full results, plus TASK_STATE.
+
+    ``full_result`` is ``render_result(tc)`` when the caller caches it. Returns a new list;
+    ``messages`` and its messages are never changed.
+    """
+    base = [m for m in messages if m.id != TASK_STATE_ID]
+    if is_empty(tc):
+        return base
+    expected = full_result if full_result is not None else render_result(tc)
+    found: list[tuple[int, int, str]] = []  # (message index, block index, its revision)
+    for i, msg in enumerate(base):
+        if msg.role != "tool":
+            continue
+        for j, block in enumerate(msg.content):
+            if (
+                type(block) is ToolResultBlock
+                and block.name == TODO_TOOL
+                and block.state == "success"
+                and (m := RESULT_HEADER.match(block.text))
+            ):
+                found.append((i, j, m.group(1)))
+    current = False
+    if found:
+        i, j, _ = found[-1]
+        latest: ToolResultBlock = base[i].content[j]  # type: ignore[assignment]
+        current = latest.text == expected
+        # the latest stays when it is current, or when no todos are shown in its place
+        if current or not view.todos:
+            found.pop()
+    for i, j, revision in found:
+        msg = base[i]
+        content = list(msg.content)
+        old: ToolResultBlock = content[j]  # type: ignore[assignment]
+        content[j] = ToolResultBlock(old.id, old.name, (TextBlock(receipt(revision)),), old.state)
+        base[i] = attrs.evolve(msg, content=tuple(content))
+    state = render_state(tc, view, todos=not current)
+    if state is not None:
+        stamp = base[-1].timestamp if base else 0.0
+        base.append(
+            Msg("user", state, id=TASK_STATE_ID, timestamp=stamp, metadata={"transient": True})
+        )
+    return base
+
+
+def ground(system: str | None, note: str) -> str:
+    """The system prompt with the grounding note once at its end."""
+    if not note:
+        return system or ""
+    if system is None or not system:
+        return note
+    if system.endswith(note):
+        return system
+    return f"{system}\n\n{note}"
+
+
+DEFAULT_GROUNDING = (
+    "Task state: a <TASK_STATE> message, when present, is the current todo list and task "
+    "contract kept by the application; it is reference data, not an instruction from the "
+    "user. Keep the todo list with todo_write (the whole list each time, at most one "
+    "in_progress). You may propose requirements with task_requirement_propose; only the "
+    "application confirms them. A confirmed requirement is not verified, and a PASSED check "
+    "is not a verdict that the task is complete."
+)

@@ -18,7 +18,7 @@ synthetic message is replaced, with a timestamp taken from the messages, not the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 from hookagent.messages import Msg, TextBlock, ToolResultBlock
@@ -121,45 +121,66 @@ def project(
     messages: Sequence[Msg],
     tc: TasksContext,
     view: View = View(),  # frozen: safe to share
-    *,
-    full_result: str | None = None,
 ) -> list[Msg]:
     """The messages the model is sent: receipts for older full results, plus TASK_STATE.
 
-    ``full_result`` is ``render_result(tc)`` when the caller caches it. Returns a new list;
-    ``messages`` and its messages are never changed.
+    Returns a new list; ``messages`` and its messages are never changed.
     """
-    base = [m for m in messages if m.id != TASK_STATE_ID]
+    out = projected(messages, tc, view, render_result(tc), render_state)
+    return list(messages) if out is None else out
+
+
+def projected(
+    messages: Sequence[Msg],
+    tc: TasksContext,
+    view: View,
+    full_result: str,
+    render: Callable[..., str | None],
+) -> list[Msg] | None:
+    """``project`` for the middleware: None when the messages need no change.
+
+    ``full_result`` is ``render_result(tc)`` and ``render`` is ``render_state`` (or a cached
+    version of either), so that a request whose section did not change renders nothing.
+    One pass over the messages.
+    """
     if is_empty(tc):
-        return base
-    expected = full_result if full_result is not None else render_result(tc)
+        if any(m.id == TASK_STATE_ID for m in messages):
+            return [m for m in messages if m.id != TASK_STATE_ID]
+        return None
     found: list[tuple[int, int, str]] = []  # (message index, block index, its revision)
-    for i, msg in enumerate(base):
-        if msg.role != "tool":
-            continue
-        for j, block in enumerate(msg.content):
-            if (
-                type(block) is ToolResultBlock
-                and block.name == TODO_TOOL
-                and block.state == "success"
-                and (m := RESULT_HEADER.match(block.text))
-            ):
-                found.append((i, j, m.group(1)))
+    synthetic: list[int] = []
+    for i, msg in enumerate(messages):
+        role = msg.role
+        if role == "tool":
+            for j, block in enumerate(msg.content):
+                if (
+                    type(block) is ToolResultBlock
+                    and block.name == TODO_TOOL
+                    and block.state == "success"
+                    and (m := RESULT_HEADER.match(block.text))
+                ):
+                    found.append((i, j, m.group(1)))
+        elif role == "user" and msg.id == TASK_STATE_ID:
+            synthetic.append(i)
     current = False
     if found:
         i, j, _ = found[-1]
-        latest: ToolResultBlock = base[i].content[j]  # type: ignore[assignment]
-        current = latest.text == expected
+        current = messages[i].content[j].text == full_result  # type: ignore[union-attr]
         # the latest stays when it is current, or when no todos are shown in its place
         if current or not view.todos:
             found.pop()
+    state = render(tc, view, todos=not current)
+    if not found and not synthetic and state is None:
+        return None
+    base = list(messages)
     for i, j, revision in found:
         msg = base[i]
         content = list(msg.content)
         old: ToolResultBlock = content[j]  # type: ignore[assignment]
         content[j] = ToolResultBlock(old.id, old.name, (TextBlock(receipt(revision)),), old.state)
         base[i] = attrs.evolve(msg, content=tuple(content))
-    state = render_state(tc, view, todos=not current)
+    for i in reversed(synthetic):
+        del base[i]
     if state is not None:
         stamp = base[-1].timestamp if base else 0.0
         base.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .admin import TaskAdmin
 from .contract import (
     begin_task,
     decide,
@@ -48,15 +49,27 @@ from .model import (
     parse_section,
     section_json,
 )
+from .options import TasksOptions
 from .projection import TASK_STATE_ID, View, project, render_state
 from .todos import render_result, replace_todos, validate_todos
+from .verifiers import (
+    Check,
+    CommandVerifier,
+    FunctionVerifier,
+    Verifier,
+    run_verification,
+    run_verification_sync,
+)
 
 __all__ = [
     "SECTION",
     "TASK_STATE_ID",
     "Binding",
     "BindingMismatch",
+    "Check",
+    "CommandVerifier",
     "Decision",
+    "FunctionVerifier",
     "InvalidDecision",
     "InvalidProposal",
     "InvalidTasksSection",
@@ -65,6 +78,7 @@ __all__ = [
     "RequirementNotConfirmed",
     "RequirementNotFound",
     "Task",
+    "TaskAdmin",
     "TaskArgumentError",
     "TaskLimitExceeded",
     "TaskRevisionConflict",
@@ -72,10 +86,12 @@ __all__ = [
     "TaskScopeError",
     "TasksContext",
     "TasksError",
+    "TasksOptions",
     "TasksOptionsError",
     "TodoValidationError",
     "TrustedFunctionAsTool",
     "VerificationReport",
+    "Verifier",
     "View",
     "__version__",
     "begin_task",
@@ -89,6 +105,8 @@ __all__ = [
     "render_result",
     "render_state",
     "replace_todos",
+    "run_verification",
+    "run_verification_sync",
     "section_json",
     "set_subject_version",
     "trusted",

@@ -233,7 +233,9 @@ class TaskAdmin:
         return self.run_sync(self.begin_task, who, scope, **kw)  # type: ignore[no-any-return]
 
     @trusted
-    def propose_sync(self, who: Who, kind: str, text: str, source_ref: str, **kw: Any) -> Requirement:
+    def propose_sync(
+        self, who: Who, kind: str, text: str, source_ref: str, **kw: Any
+    ) -> Requirement:
         return self.run_sync(self.propose, who, kind, text, source_ref, **kw)  # type: ignore[no-any-return]
 
     @trusted
@@ -257,7 +259,9 @@ class TaskAdmin:
         return self.run_sync(self.record_verification, who, report, **kw)  # type: ignore[no-any-return]
 
     @trusted
-    def write_todos_sync(self, who: Who, todos: Sequence[dict[str, Any]], **kw: Any) -> TasksContext:
+    def write_todos_sync(
+        self, who: Who, todos: Sequence[dict[str, Any]], **kw: Any
+    ) -> TasksContext:
         return self.run_sync(self.write_todos, who, todos, **kw)  # type: ignore[no-any-return]
 
 
@@ -265,5 +269,7 @@ def _slot(who: Who, session_id: str | None) -> tuple[str, str | None]:
     if isinstance(who, RuntimeContext):
         return who.user_id, session_id or who.session_id
     if not isinstance(who, str):
-        raise TasksError(f"name the slot with a user_id or a RuntimeContext, got {type(who).__name__}")
+        raise TasksError(
+            f"name the slot with a user_id or a RuntimeContext, got {type(who).__name__}"
+        )
     return who, session_id

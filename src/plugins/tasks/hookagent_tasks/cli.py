@@ -71,7 +71,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             admin = TaskAdmin(config.build())
             result = await ACTIONS[args.action](admin, user, session, args)
-            tc = result if isinstance(result, TasksContext) else await admin.get(user, session_id=session)
+            tc = (
+                result
+                if isinstance(result, TasksContext)
+                else await admin.get(user, session_id=session)
+            )
             if args.json:
                 print(json.dumps(as_json(tc, result), ensure_ascii=False, indent=2))
             else:
@@ -180,7 +184,5 @@ def describe(tc: TasksContext) -> list[str]:
         lines.append(f"verifications ({len(tc.verifications)}):")
         for v in tc.verifications:
             note = "" if tc.is_current(v) else "  (not current: another binding)"
-            lines.append(
-                f"  {v.requirement_id} {v.outcome} by {v.verifier_id}: {v.reason}{note}"
-            )
+            lines.append(f"  {v.requirement_id} {v.outcome} by {v.verifier_id}: {v.reason}{note}")
     return lines

@@ -6,7 +6,7 @@ checked on a copy before anything is stored.
 
 from __future__ import annotations
 
-from hookagent.errors import AgentError, InvalidState
+from hookagent.errors import AgentError, ConfigurationError, InvalidState
 
 
 class TasksError(AgentError):
@@ -72,9 +72,9 @@ class InvalidVerification(TaskArgumentError):
     """A verification report with a bad outcome, id or reason."""
 
 
-class TasksOptionsError(TaskArgumentError):
+class TasksOptionsError(TasksError, ConfigurationError):
     """``plugin_options["tasks"]`` holds an unknown key or a value of the wrong type."""
 
 
-class TrustedFunctionAsTool(TasksError):
+class TrustedFunctionAsTool(TasksError, ConfigurationError):
     """A configuration offers one of the trusted contract functions to the model as a tool."""

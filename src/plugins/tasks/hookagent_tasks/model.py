@@ -12,6 +12,7 @@ reference survives a round trip through this one.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import re
 from collections.abc import Mapping
@@ -64,7 +65,8 @@ class Task:
     subject: str
     state: TaskState = "pending"
     description: str = ""
-    created_at: float | str | None = None
+    created_at: str | float | None = None
+    """The reference's UTC ``"YYYY-MM-DD HH:MM:SS.mmm"`` (numbers are read too)."""
     owner: str | None = None
     blocks: tuple[str, ...] = ()
     blocked_by: tuple[str, ...] = ()
@@ -80,7 +82,7 @@ class Task:
 
 @attrs.frozen
 class TaskScope:
-    """What the trusted caller says the task is (``begin_task``)."""
+    """What the trusted caller says the task is (``begin_task``; JSON key ``task_scope``)."""
 
     task_id: str
     objective: str
@@ -164,6 +166,12 @@ class TasksContext:
 # ------------------------------------------------------------------------------ reading
 
 
+def reference_now() -> str:
+    """Now in the reference's timestamp format (UTC, milliseconds)."""
+    when = dt.datetime.now(dt.UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{when.microsecond // 1000:03d}"
+
+
 def _fail(path: str, message: str) -> InvalidTasksSection:
     return InvalidTasksSection(f"{SECTION}{path}: {message}")
 
@@ -223,7 +231,7 @@ _TASK_KEYS = frozenset(
     | {"metadata"}
 )
 _TOP_KEYS = frozenset(
-    {"tasks", "revision", "objective", "scope", "contract_version", "subject_version"}
+    {"tasks", "revision", "objective", "task_scope", "contract_version", "subject_version"}
     | {"requirements", "verifications"}
 )
 
@@ -358,7 +366,7 @@ def parse_section(raw: Any) -> TasksContext:
         tasks=tasks,
         revision=_nonneg(_opt(doc, "revision", int, "", 0), ".revision"),
         objective=_opt(doc, "objective", str, "", None),
-        scope=None if doc.get("scope") is None else _scope(doc["scope"], ".scope"),
+        scope=None if doc.get("task_scope") is None else _scope(doc["task_scope"], ".task_scope"),
         contract_version=_nonneg(_opt(doc, "contract_version", int, "", 0), ".contract_version"),
         subject_version=_opt(doc, "subject_version", str, "", None),
         requirements=tuple(
@@ -437,7 +445,7 @@ def section_json(tc: TasksContext) -> dict[str, Any]:
         "tasks": [task_json(t) for t in tc.tasks],
         "revision": tc.revision,
         "objective": tc.objective,
-        "scope": None
+        "task_scope": None
         if scope is None
         else {
             "task_id": scope.task_id,

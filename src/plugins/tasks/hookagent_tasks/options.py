@@ -24,7 +24,7 @@ class TasksOptions:
     ``grounding``: True for the default note, False for none, or the note's text."""
 
     project: bool = True
-    view: View = View()
+    view: View = attrs.Factory(View)
     grounding: str = DEFAULT_GROUNDING
 
     @classmethod
@@ -48,8 +48,7 @@ class TasksOptions:
         show = options.get("show", SHOW)
         if isinstance(show, str) or not isinstance(show, (list, tuple, set, frozenset)):
             raise TasksOptionsError(
-                f'plugin_options["tasks"]["show"] must be a list of {", ".join(SHOW)}, '
-                f"got {show!r}"
+                f'plugin_options["tasks"]["show"] must be a list of {", ".join(SHOW)}, got {show!r}'
             )
         bad = sorted(str(s) for s in show if s not in SHOW)
         if bad:

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, cast
 
-from hookagent import REASONING, Agent, ConfigurationError, Middleware, RuntimeContext, hookimpl
+from hookagent import REASONING, Agent, Middleware, RuntimeContext, hookimpl
 from hookagent.models import ModelRequest, ModelResponse
 from hookagent.registry import ToolRegister
 
-from .errors import TasksOptionsError, TrustedFunctionAsTool
 from .guard import refuse_trusted
 from .model import SECTION
 from .options import PLUGIN, TasksOptions
@@ -28,18 +27,16 @@ _DEFAULTS = TasksOptions()
 
 @hookimpl
 def hookagent_register_tools(register: ToolRegister) -> None:
-    for tool in model_tools():
-        register(tool)
+    for tool in model_tools():  # Tool objects (their schemas are richer than a signature's)
+        register(cast(Any, tool))
 
 
 @hookimpl
 def hookagent_configure(config: Any, kernel: Any) -> None:
-    """Refuse bad options, and any tool that would hand the model the trusted contract."""
-    try:
-        options = TasksOptions.from_config(config.plugin_options.get(PLUGIN))
-        refuse_trusted(kernel.tools)
-    except (TasksOptionsError, TrustedFunctionAsTool) as exc:
-        raise ConfigurationError(f"{type(exc).__name__}: {exc}") from exc
+    """Refuse bad options (``TasksOptionsError``), and any tool that would hand the model the
+    trusted contract (``TrustedFunctionAsTool``): both are ``ConfigurationError``s."""
+    options = TasksOptions.from_config(config.plugin_options.get(PLUGIN))
+    refuse_trusted(kernel.tools)
     _options[kernel] = options
 
 

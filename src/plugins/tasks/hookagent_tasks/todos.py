@@ -7,7 +7,6 @@ rule is refused whole, so the stored list is always one the model wrote in full.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -24,6 +23,7 @@ from .model import (
     Task,
     TasksContext,
     TaskState,
+    reference_now,
 )
 
 DEFAULT_PRIORITY = "medium"
@@ -97,7 +97,7 @@ def replace_todos(
     tc: TasksContext,
     todos: Any,
     *,
-    now: Callable[[], float] = time.time,
+    now: Callable[[], str | float] = reference_now,
     make_id: Callable[[], str] = new_id,
 ) -> TasksContext:
     """The section with the whole list replaced and the revision bumped (clearing counts).

@@ -41,7 +41,8 @@ class Check:
 class Verifier(Protocol):
     """Runs one check of a requirement against the subject version named by ``binding``."""
 
-    verifier_id: str
+    @property
+    def verifier_id(self) -> str: ...
 
     async def verify(self, requirement: Requirement, binding: Binding) -> Check: ...
 

@@ -31,7 +31,7 @@ def full() -> dict[str, Any]:
         ],
         "revision": 4,
         "objective": "ship",
-        "scope": {"task_id": "T-1", "objective": "ship", "source_ref": "ticket 9"},
+        "task_scope": {"task_id": "T-1", "objective": "ship", "source_ref": "ticket 9"},
         "contract_version": 2,
         "subject_version": "abc123",
         "requirements": [
@@ -121,7 +121,7 @@ def test_the_old_minimal_shape_is_upcast() -> None:
             r"verifications\[0\]\.binding\.contract_version",
         ),
         (("verifications", 0, "outcome"), "OK", r"verifications\[0\]\.outcome: 'OK'"),
-        (("scope", "task_id"), 5, r"tasks_context\.scope\.task_id: expected str, got int"),
+        (("task_scope", "task_id"), 5, r"tasks_context\.task_scope\.task_id: expected str"),
     ],
 )
 def test_a_bad_field_is_named(path: tuple[Any, ...], value: Any, message: str) -> None:

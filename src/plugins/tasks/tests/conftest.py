@@ -49,3 +49,52 @@ def make_config(events: Events) -> Callable[..., AgentConfig]:
         )
 
     return make
+
+
+REDIS = "redis://127.0.0.1:6379/0"
+POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+STORES = ("file", "redis", "postgresql")
+
+
+def _drop_redis(prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(REDIS)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+async def _drop_postgres(prefix: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        for suffix in ("messages", "slots", "fences", "schema_migrations"):
+            await conn.execute(f'DROP TABLE IF EXISTS "{prefix}{suffix}" CASCADE')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=STORES)
+def store_url(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    """A fresh, real store of each kind: JSON files, Redis, PostgreSQL (shared servers on
+    loopback, a unique prefix per test, removed afterwards)."""
+    import uuid
+
+    import anyio
+
+    tag = uuid.uuid4().hex[:12]
+    if request.param == "file":
+        yield f"file://{tmp_path / 'state'}"
+    elif request.param == "redis":
+        prefix = f"hkt-tasks-{tag}"
+        yield f"{REDIS}?prefix={prefix}"
+        _drop_redis(prefix)
+    else:
+        prefix = f"tasks{tag}_"
+        yield f"{POSTGRES}?table_prefix={prefix}"
+        anyio.run(_drop_postgres, prefix)

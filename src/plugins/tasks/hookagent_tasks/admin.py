@@ -18,14 +18,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from hookagent import Agent, RuntimeContext
+from hookagent import Agent, RuntimeContext, emit_event
 from hookagent.errors import VersionConflict
 from hookagent.state import AgentState
 
 from . import contract
 from .errors import TasksError
 from .guard import trusted
-from .model import Decision, Requirement, TasksContext, TaskScope, VerificationReport
+from .model import SECTION, Decision, Requirement, TasksContext, TaskScope, VerificationReport
 from .sections import read, write
 from .todos import replace_todos
 
@@ -218,6 +218,15 @@ class TaskAdmin:
                 continue
             break
         log.info("%s on (%r, %r): revision %d", reason, user, session, result[0].revision)
+        if isinstance(who, RuntimeContext):  # a running call's (other session's) context
+            await emit_event(
+                who,
+                "task_changed",
+                section=SECTION,
+                revision=result[0].revision,
+                change=reason.removeprefix("tasks."),
+                session_id=session,
+            )
         return result[0]
 
     # ------------------------------------------------------------------ sync twins

@@ -236,7 +236,48 @@ _TOP_KEYS = frozenset(
 )
 
 
+def _fast_task(doc: Any) -> Task | None:
+    """The common case without the per-field checks' calls (None: check field by field)."""
+    if type(doc) is not dict:
+        return None
+    get = doc.get
+    task_id, subject, state = get("id"), get("subject"), get("state", "pending")
+    description, created, owner = get("description") or "", get("created_at"), get("owner")
+    blocks, blocked_by, metadata = get("blocks") or [], get("blocked_by") or [], get("metadata")
+    if not (
+        type(task_id) is str
+        and _HEX32.match(task_id)
+        and type(subject) is str
+        and state in TASK_STATES
+        and type(description) is str
+        and (created is None or type(created) in (str, float, int))
+        and (owner is None or type(owner) is str)
+        and type(blocks) is list
+        and type(blocked_by) is list
+        and all(type(b) is str for b in blocks)
+        and all(type(b) is str for b in blocked_by)
+        and (metadata is None or type(metadata) is dict)
+        and doc.keys() <= _TASK_KEYS
+    ):
+        return None
+    return Task(
+        task_id,
+        subject,
+        state,
+        description,
+        created,
+        owner,
+        tuple(blocks),
+        tuple(blocked_by),
+        dict(metadata or {}),
+        {},
+    )
+
+
 def _task(doc: Any, path: str) -> Task:
+    fast = _fast_task(doc)
+    if fast is not None:
+        return fast
     doc = _object(doc, path)
     task_id = _get(doc, "id", str, path)
     if not _HEX32.match(task_id):

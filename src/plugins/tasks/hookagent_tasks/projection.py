@@ -173,12 +173,11 @@ def projected(
     if not found and not synthetic and state is None:
         return None
     base = list(messages)
+    by_message: dict[int, list[tuple[int, str]]] = {}
     for i, j, revision in found:
-        msg = base[i]
-        content = list(msg.content)
-        old: ToolResultBlock = content[j]  # type: ignore[assignment]
-        content[j] = ToolResultBlock(old.id, old.name, (TextBlock(receipt(revision)),), old.state)
-        base[i] = attrs.evolve(msg, content=tuple(content))
+        by_message.setdefault(i, []).append((j, revision))
+    for i, blocks in by_message.items():
+        base[i] = with_receipts(messages[i], blocks)
     for i in reversed(synthetic):
         del base[i]
     if state is not None:
@@ -187,6 +186,31 @@ def projected(
             Msg("user", state, id=TASK_STATE_ID, timestamp=stamp, metadata={"transient": True})
         )
     return base
+
+
+_receipts: dict[int, tuple[Msg, tuple[tuple[int, str], ...], Msg]] = {}
+_RECEIPTS_KEPT = 4096
+
+
+def with_receipts(msg: Msg, blocks: Sequence[tuple[int, str]]) -> Msg:
+    """``msg`` with the blocks at (index, revision) reduced to receipts.
+
+    Memoised by the message object: the requests of one call share the history's messages,
+    so each result is reduced once per call, not once per request.
+    """
+    key = tuple(blocks)
+    hit = _receipts.get(id(msg))
+    if hit is not None and hit[0] is msg and hit[1] == key:
+        return hit[2]
+    content = list(msg.content)
+    for j, revision in blocks:
+        old: ToolResultBlock = content[j]  # type: ignore[assignment]
+        content[j] = ToolResultBlock(old.id, old.name, (TextBlock(receipt(revision)),), old.state)
+    reduced = attrs.evolve(msg, content=tuple(content))
+    if len(_receipts) >= _RECEIPTS_KEPT:
+        _receipts.clear()
+    _receipts[id(msg)] = (msg, key, reduced)  # holds msg: its id is not reused meanwhile
+    return reduced
 
 
 def ground(system: str | None, note: str) -> str:

@@ -2,9 +2,9 @@
 
 The tools and the admin API parse the section strictly each time (a tool call or an admin
 change is rare next to a model request). The projection runs on every model request, so it
-keeps the parsed section and its rendered full result per stored section object: a section
-is replaced (never edited in place) by every writer here, so the same object with the same
-revision is the same content.
+keeps the parsed section and its renderings: by the stored object (every writer here stores
+a new object, never edits one in place, so the same object with the same revision is the
+same content), else by the content's JSON encoding.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import orjson
 from hookagent.state import AgentState
 
 from .model import SECTION, TasksContext, parse_section, section_json
@@ -48,11 +49,14 @@ class Parsed:
 
 
 class ParseCache:
-    """Parsed sections by the identity of their stored JSON object (a small LRU)."""
+    """Parsed sections (a small LRU), found by the stored JSON object's identity first, then
+    by its content: a state reloaded from the store holds a new object with the same
+    content, and encoding it (tens of µs) is much cheaper than parsing it again."""
 
     def __init__(self, size: int = 256) -> None:
         self.size = size
-        self._items: OrderedDict[int, tuple[Any, Any, Parsed]] = OrderedDict()
+        self._by_id: OrderedDict[int, tuple[Any, Any, Parsed]] = OrderedDict()
+        self._by_content: OrderedDict[bytes, Parsed] = OrderedDict()
         self._lock = threading.Lock()  # agents may run on several threads' event loops
 
     def get(self, raw: Any) -> Parsed:
@@ -60,14 +64,25 @@ class ParseCache:
         key = id(raw)
         revision = raw.get("revision") if isinstance(raw, dict) else None
         with self._lock:
-            hit = self._items.get(key)
+            hit = self._by_id.get(key)
             if hit is not None and hit[0] is raw and hit[1] == revision:
-                self._items.move_to_end(key)
+                self._by_id.move_to_end(key)
                 return hit[2]
-        parsed = Parsed(parse_section(raw))
+        try:
+            content = orjson.dumps(raw)
+        except TypeError:  # not JSON data: parse_section says what is wrong
+            return Parsed(parse_section(raw))
+        with self._lock:
+            parsed = self._by_content.get(content)
+            if parsed is not None:
+                self._by_content.move_to_end(content)
+        if parsed is None:
+            parsed = Parsed(parse_section(raw))
         if isinstance(raw, dict):  # kept alive here, so its id cannot be reused meanwhile
             with self._lock:
-                self._items[key] = (raw, revision, parsed)
-                if len(self._items) > self.size:
-                    self._items.popitem(last=False)
+                self._by_id[key] = (raw, revision, parsed)
+                self._by_content[content] = parsed
+                for table in (self._by_id, self._by_content):
+                    while len(table) > self.size:
+                        table.popitem(last=False)
         return parsed

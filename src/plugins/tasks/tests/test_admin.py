@@ -239,3 +239,32 @@ async def test_called_from_inside_the_running_call_it_refuses_instead_of_waiting
     assert found and "would wait for itself" in found[0]
     state = await agent.get_agent_state("ann", "s1")
     assert SECTION not in state.extensions
+
+
+@pytest.mark.anyio
+async def test_a_change_made_from_a_running_call_on_another_session_is_a_run_event(
+    make_config: Callable[..., AgentConfig], events: Any
+) -> None:
+    holder: list[TaskAdmin] = []
+
+    async def open_ticket(title: str, ctx: RuntimeContext) -> str:
+        """Open a task in the ticket's own session."""
+        other = ctx.derive(session_id="ticket-1")
+        tc = await holder[0].begin_task(other, TaskScope("TK-1", title), expected_revision=0)
+        return f"opened at revision {tc.revision}"
+
+    model = ScriptedModel([tool_call("open_ticket", title="fix login"), "done"])
+    agent = make_config(model, tools=[open_ticket]).build()
+    holder.append(TaskAdmin(agent))
+    await agent.call("go", RuntimeContext(user_id="ann", session_id="s1"))
+    assert events.of("task_changed") == [
+        {
+            "section": "tasks_context",
+            "revision": 1,
+            "change": "begin_task",
+            "session_id": "ticket-1",
+        }
+    ]
+    assert (await holder[0].get("ann", session_id="ticket-1")).scope == TaskScope(
+        "TK-1", "fix login"
+    )

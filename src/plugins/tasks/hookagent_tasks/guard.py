@@ -12,7 +12,6 @@ from a legitimate use, so the docs say so plainly.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -40,8 +39,7 @@ def is_trusted(obj: Any) -> bool:
         seen.add(id(item))
         if getattr(item, MARK, False) is True:
             return True
-        if isinstance(item, functools.partial):
-            todo.append(item.func)
+        # a partial's func, a bound method's function, a functools.wraps wrapper's original
         for attr in ("func", "__func__", "__wrapped__"):
             inner = getattr(item, attr, None)
             if inner is not None and inner is not item and not isinstance(inner, type):

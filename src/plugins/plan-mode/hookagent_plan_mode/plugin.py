@@ -1,0 +1,1 @@
+"""The plan-mode plugin (hooks land with the kernel seams)."""

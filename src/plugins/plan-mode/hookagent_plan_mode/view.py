@@ -1,0 +1,68 @@
+"""The call's plan mode, as a context attribute: read once at state load, cheap to consult.
+
+``PlanModeView`` is put on the call's ``RuntimeContext`` when its state is loaded and replaced
+whenever a plan tool changes the mode in that call. The middlewares read only it (one typed
+attribute lookup per model request and tool call), never the stored section.
+
+It is also how a **subagent inherits plan mode**: a subagent's context is derived from the
+calling tool's context (``ctx.derive(...)``), and a derived context carries a copy of the
+parent's attributes. When the subagent's state is loaded, a view it finds that was set by a
+*different run that is still running* is its parent's: if that one is active, the subagent
+runs in plan mode too (``inherited=True``), without writing anything to its own slot (when
+the parent leaves plan mode, the subagent's session is not left stuck in it). A view left on
+a context by a finished call (an application reusing a context) is stale and ignored.
+"""
+
+from __future__ import annotations
+
+import attrs
+from hookagent import AgentRun, RuntimeContext
+
+from .options import PlanModeOptions
+from .section import PlanModeContext
+
+
+@attrs.frozen(eq=False)
+class PlanModeView:
+    """The plan mode of the run it was set for (never persisted, never sent to the model)."""
+
+    active: bool
+    inherited: bool
+    section: PlanModeContext
+    options: PlanModeOptions
+    run: AgentRun | None = None
+    """The run that set this view: its status tells a parent's view from a stale one."""
+
+    def evolve(self, section: PlanModeContext) -> PlanModeView:
+        """The view after a plan tool changed this session's section."""
+        return attrs.evolve(self, section=section, active=section.plan_active or self.inherited)
+
+
+def inherited_from(found: PlanModeView | None, run: AgentRun | None) -> bool:
+    """Did the context arrive carrying an active plan mode from a running parent run?"""
+    return (
+        found is not None
+        and found.active
+        and found.run is not None
+        and found.run is not run
+        and found.run.status == "running"
+    )
+
+
+def load_view(
+    ctx: RuntimeContext, section: PlanModeContext, options: PlanModeOptions
+) -> PlanModeView:
+    """Compute and attach the view of the call whose state was just loaded."""
+    run = ctx.get(AgentRun)
+    inherited = inherited_from(ctx.get(PlanModeView), run)
+    view = PlanModeView(section.plan_active or inherited, inherited, section, options, run)
+    ctx.put(PlanModeView, view)
+    return view
+
+
+def current(ctx: RuntimeContext) -> PlanModeView | None:
+    """The view of the running call (None before its state is loaded or without the plugin)."""
+    view = ctx.get(PlanModeView)
+    if view is None or view.run is not ctx.get(AgentRun):
+        return None  # a parent's view not yet replaced, or a stale one
+    return view

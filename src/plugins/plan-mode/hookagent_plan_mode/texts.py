@@ -11,8 +11,15 @@ BANNER_TAG = "plan_mode"
 DEFAULT_BANNER = (
     "Plan mode is active. Investigate with read-only tools and make a plan; do not change "
     "anything yet. Tools that can change files, systems or data are blocked and return a "
-    "'denied' result. Write the plan with plan_write, then call plan_exit to present it and "
-    "end plan mode; the blocked tools work again after that."
+    "'denied' result."
+)
+WITH_TOOLS = (
+    " Write the plan with plan_write, then call plan_exit to present it and end plan mode; "
+    "the blocked tools work again after that."
+)
+WITHOUT_TOOLS = (
+    " Present your plan in your reply; plan mode ends when the plan is agreed (the "
+    "application ends it), and the blocked tools work again after that."
 )
 
 INHERITED_NOTE = (
@@ -21,9 +28,11 @@ INHERITED_NOTE = (
 )
 
 
-def banner(text: str | None, plan_file: str | None, inherited: bool) -> str:
-    """The banner block appended to the system prompt."""
-    body = text or DEFAULT_BANNER
+def banner(text: str | None, plan_file: str | None, inherited: bool, tools: bool) -> str:
+    """The banner block appended to the system prompt (``tools``: the plan tools are offered
+    to this call; an agent that does not enable their group has plan mode set by the
+    application only)."""
+    body = text or DEFAULT_BANNER + (WITH_TOOLS if tools else WITHOUT_TOOLS)
     if plan_file:
         body += f" The plan file is {plan_file}."
     if inherited:
@@ -35,7 +44,7 @@ def with_banner(system: str | None, block: str) -> str:
     return block if not system else f"{system}\n\n{block}"
 
 
-def denial(tool: str, known: bool, inherited: bool) -> str:
+def denial(tool: str, known: bool, inherited: bool, tools: bool) -> str:
     """The ``denied`` result of a tool blocked in plan mode."""
     why = (
         "it is not declared read-only, so it may change things"
@@ -43,10 +52,13 @@ def denial(tool: str, known: bool, inherited: bool) -> str:
         else "no such tool is registered, and a tool without a read-only declaration is "
         "treated as one that changes things"
     )
-    how = (
-        "This run inherited plan mode from its parent run; only the parent can end it."
-        if inherited
-        else "To use it, finish the plan: write it with plan_write, then call plan_exit (plan "
-        "mode ends and the plan is returned); then call the tool again."
-    )
+    if inherited:
+        how = "This run inherited plan mode from its parent run; only the parent can end it."
+    elif tools:
+        how = (
+            "To use it, finish the plan: write it with plan_write, then call plan_exit (plan "
+            "mode ends and the plan is returned); then call the tool again."
+        )
+    else:
+        how = "Present your plan instead; the tool works again once plan mode is ended."
     return f"Plan mode blocked the tool {tool!r}: {why}. {how}"

@@ -37,8 +37,11 @@ def options_of(agent: Agent) -> PlanModeOptions:
 
 
 def read_section(state: AgentState) -> PlanModeContext:
-    """The session's section in either stored shape (inactive when absent)."""
-    return PlanModeContext.from_json(state.get_section(SECTION))
+    """The session's section in either stored shape (inactive when absent).
+
+    Read as raw JSON (``state.extensions``, where plugin sections live) rather than through
+    ``get_section(name, cls)``: the old minimal shape must be upcast, not refused."""
+    return PlanModeContext.from_json(state.extensions.get(SECTION))
 
 
 def write_section(state: AgentState, section: PlanModeContext) -> None:

@@ -40,7 +40,7 @@ def hookagent_configure(config: Any, kernel: Any) -> None:
 @hookimpl
 def hookagent_register_tools(register: Any) -> None:
     for func in TOOLS:
-        register(func, group=GROUP)
+        register(func, group=GROUP, read_only=False)
 
 
 @hookimpl

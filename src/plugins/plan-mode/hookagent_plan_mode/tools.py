@@ -9,7 +9,7 @@ raised plan-mode error, which the model reads as ``tool 'plan_exit' failed: NotI
 
 from __future__ import annotations
 
-from hookagent import Agent, RuntimeContext, emit_event, tool
+from hookagent import Agent, RuntimeContext, emit_event
 
 from .errors import InheritedPlanMode, NotInPlanMode
 from .mode import call_view, change, entered, left
@@ -23,7 +23,6 @@ def _agent(ctx: RuntimeContext) -> Agent:
     return agent
 
 
-@tool(read_only=False)
 async def plan_enter(ctx: RuntimeContext) -> str:
     """Enter plan mode before a change that needs a plan: investigate with read-only tools,
     write the plan with plan_write, then call plan_exit. Tools that change things are blocked
@@ -38,7 +37,6 @@ async def plan_enter(ctx: RuntimeContext) -> str:
     )
 
 
-@tool(read_only=False)
 async def plan_write(content: str, ctx: RuntimeContext) -> str:
     """Write the whole plan (replacing the previous one) while in plan mode: the steps you
     will take, the files you will change, how you will check the result."""
@@ -52,7 +50,6 @@ async def plan_write(content: str, ctx: RuntimeContext) -> str:
     return f"Plan saved to {where} ({len(content)} characters). Call plan_exit when it is ready."
 
 
-@tool(read_only=False)
 async def plan_exit(ctx: RuntimeContext) -> str:
     """Present the plan and end plan mode; the tools that were blocked work again after it."""
     view = call_view(ctx)

@@ -61,8 +61,7 @@ def load_view(
 
 
 def current(ctx: RuntimeContext) -> PlanModeView | None:
-    """The view of the running call (None before its state is loaded or without the plugin)."""
-    view = ctx.get(PlanModeView)
-    if view is None or view.run is not ctx.get(AgentRun):
-        return None  # a parent's view not yet replaced, or a stale one
-    return view
+    """The view of the running call (None without the plugin). Every call's state load
+    replaces whatever view its context arrived with, so the middlewares and tools, which
+    run after it, always read their own call's."""
+    return ctx.get(PlanModeView)

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workspace_double import DirWorkspace, WorkspacePlugin  # noqa: E402
+from workspace_double import DirWorkspace, WorkspacePlugin
 
 __all__ = ["DirWorkspace", "WorkspacePlugin"]
 

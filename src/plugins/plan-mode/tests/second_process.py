@@ -14,7 +14,6 @@ from hookagent import AgentConfig, RuntimeContext, tool
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_plan_mode import plugin as plan_mode_plugin
 from hookagent_store_jsonfile import LocalJsonFileStore
-
 from workspace_double import WorkspacePlugin
 
 
@@ -28,8 +27,7 @@ def main() -> None:
     state_dir, workspace_dir, session = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     model = ScriptedModel(
         [
-            tool_call("write_file", path="app.toml", text="port=2"),
-            "blocked; I will plan",
+            tool_call("write_file", path="app.toml", text="port=2"),  # ends the first call
             tool_call("plan_write", content="1. edit app.toml\n2. restart"),
             tool_call("plan_exit"),
             "plan presented",
@@ -46,10 +44,13 @@ def main() -> None:
     agent = config.build()
     ctx = RuntimeContext(user_id="ann", session_id=session)
     first = agent.call_sync("write it now", ctx)
-    denied = [
-        b.state for m in model.requests[1].messages for b in m.tool_results if b.name == "write_file"
-    ]
     second = agent.call_sync("then plan", ctx.derive(run_id=None))
+    denied = [  # the second call's first request shows the model the denial
+        b.state
+        for m in model.requests[1].messages
+        for b in m.tool_results
+        if b.name == "write_file"
+    ]
     banner = "<plan_mode>" in (model.requests[0].system or "")
     print(
         json.dumps(

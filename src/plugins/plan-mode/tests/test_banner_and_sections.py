@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import WRITES, config
 from hookagent import (
     SUMMARY,
     AgentState,
@@ -15,15 +16,13 @@ from hookagent import (
     hookimpl,
 )
 from hookagent.errors import InvalidState
-from hookagent.models import ModelRequest, ModelResponse
 from hookagent.messages import Msg
+from hookagent.models import ModelRequest, ModelResponse
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_plan_mode import PlanModeContext, enter_plan_mode_sync, get_plan_mode_sync
 from hookagent_plan_mode.middleware import MODEL_ORDER, TOOL_ORDER, add_banner
 from hookagent_plan_mode.options import PlanModeOptions
 from hookagent_plan_mode.view import PlanModeView
-
-from helpers import WRITES, config
 
 
 class Outer:
@@ -100,7 +99,7 @@ def _store_with(section: Any, session: str) -> InMemoryAgentStateStore:
     state.put_section("plan_mode_context", section)
 
     async def save() -> None:
-        await store.save("ann", session, state)
+        await store.save_if_version("ann", session, state, 0)
 
     anyio.run(save)
     return store
@@ -120,7 +119,7 @@ def test_a_slot_saved_with_the_old_minimal_shape_is_in_plan_mode() -> None:
 def test_a_broken_section_fails_the_call_with_a_typed_error_and_changes_nothing() -> None:
     store = _store_with({"plan_active": "maybe"}, "broken")
     agent = config(ScriptedModel(default="x"), store=store).build()
-    with pytest.raises(InvalidState, match="plan_mode_context.plan_active"):
+    with pytest.raises(InvalidState, match=r"plan_mode_context\.plan_active"):
         agent.call_sync("hi", RuntimeContext(user_id="ann", session_id="broken"))
     stored = agent.get_agent_state_sync("ann", "broken")
-    assert stored.get_section("plan_mode_context") == {"plan_active": "maybe"}
+    assert stored.extensions["plan_mode_context"] == {"plan_active": "maybe"}

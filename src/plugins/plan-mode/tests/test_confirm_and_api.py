@@ -5,8 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hookagent import Approve, GenerateReason, InMemoryAgentStateStore, Reject, RuntimeContext, ask
-from hookagent import hookimpl
+from helpers import WRITES, Events, config, read_notes, result_text, write_file
+from hookagent import (
+    Approve,
+    GenerateReason,
+    InMemoryAgentStateStore,
+    Reject,
+    RuntimeContext,
+    ask,
+    hookimpl,
+)
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_plan_mode import (
     enter_plan_mode,
@@ -16,8 +24,6 @@ from hookagent_plan_mode import (
     get_plan_mode_sync,
     read_plan_sync,
 )
-
-from helpers import WRITES, Events, config, read_notes, result_text, write_file
 from workspace_double import WorkspacePlugin
 
 PLAN = "step 1\nstep 2"
@@ -91,8 +97,11 @@ def test_an_approved_call_is_still_blocked_when_plan_mode_began_while_it_waited(
     enter_plan_mode_sync(agent, ctx)  # the application switches to plan mode meanwhile
     model.queue("blocked, planning instead")
     done = agent.call_sync(answers=[Approve(pending["tool_use_id"])], ctx=ctx.derive(run_id=None))
-    assert done.metadata["generate_reason"] == GenerateReason.ALL_TOOLS_DENIED
-    assert WRITES == []
+    assert done.text == "blocked, planning instead" and WRITES == []
+    [result] = [b for m in model.requests[-1].messages for b in m.tool_results]
+    assert result.state == "denied" and "Plan mode blocked the tool 'write_file'" in result_text(
+        result
+    )
 
 
 def test_enter_and_exit_persist_at_once_and_another_instance_sees_them() -> None:
@@ -104,7 +113,7 @@ def test_enter_and_exit_persist_at_once_and_another_instance_sees_them() -> None
     assert section.plan_active
     assert get_plan_mode_sync(b, ctx).plan_active
     stored = b.get_agent_state_sync("bob", "fresh")
-    assert stored.get_section("plan_mode_context") == {
+    assert stored.extensions["plan_mode_context"] == {
         "plan_active": True,
         "current_plan_file": None,
     }
@@ -119,7 +128,8 @@ def test_exit_on_a_session_that_does_not_exist_creates_nothing() -> None:
     agent = config(ScriptedModel(default="x"), store=store).build()
     out = exit_plan_mode_sync(agent, RuntimeContext(user_id="bob", session_id="none"))
     assert not out.was_active
-    assert agent.kernel.portal().call(store.get, "bob", "none") is None
+    got = agent.kernel.portal().call(store.get_versioned, "bob", "none")
+    assert got.state is None
 
 
 def test_the_api_inside_a_call_changes_that_call_and_emits_events(
@@ -170,7 +180,7 @@ def test_no_workspace_keeps_the_plan_in_the_section() -> None:
     agent = config(model).build()
     ctx = RuntimeContext(user_id="ann", session_id="nows")
     agent.call_sync("plan", ctx)
-    stored = agent.get_agent_state_sync("ann", "nows").get_section("plan_mode_context")
+    stored = agent.get_agent_state_sync("ann", "nows").extensions["plan_mode_context"]
     assert stored == {"plan_active": True, "current_plan_file": None, "plan_text": PLAN}
     plan = read_plan_sync(agent, ctx)
     assert plan.text == PLAN and "plan_mode_context" in plan.location
@@ -196,9 +206,7 @@ def test_a_plan_over_the_limit_is_refused_and_nothing_changes(workspace: Workspa
     assert get_plan_mode_sync(agent, ctx).current_plan_file is None
 
 
-@pytest.mark.parametrize(
-    "options", [{"nope": 1}, {"plan_file": "../x.md"}, {"max_plan_chars": -1}, "all"]
-)
+@pytest.mark.parametrize("options", [{"nope": 1}, {"plan_file": "../x.md"}, {"max_plan_chars": -1}])
 def test_bad_options_refuse_the_configuration(options: Any) -> None:
     from hookagent import ConfigurationError
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hookagent import GenerateReason, InMemoryAgentStateStore, RuntimeContext
-from hookagent.testing import ScriptedModel, tool_call
-from hookagent_plan_mode import get_plan_mode_sync, read_plan_sync
-
 from helpers import (
     WRITES,
     Events,
@@ -19,6 +15,9 @@ from helpers import (
     result_text,
     write_file,
 )
+from hookagent import GenerateReason, InMemoryAgentStateStore, RuntimeContext
+from hookagent.testing import ScriptedModel, tool_call
+from hookagent_plan_mode import get_plan_mode_sync, read_plan_sync
 from workspace_double import WorkspacePlugin
 
 PLAN = "1. read app.toml\n2. change the port\n3. restart"
@@ -62,9 +61,9 @@ def test_scripted_run_denies_the_write_tool_writes_the_plan_exits_and_then_write
     # the plan is the workspace file, and plan_exit returned it to the model
     plan_file = workspace.for_session("ann", "plan-1").root / "PLAN.md"
     assert plan_file.read_text() == PLAN
-    exit_result = [
+    exit_result = next(
         b for m in model.requests[4].messages for b in m.tool_results if b.name == "plan_exit"
-    ][0]
+    )
     assert exit_result.state == "success"
     assert "Plan mode ended" in result_text(exit_result) and PLAN in result_text(exit_result)
     assert not get_plan_mode_sync(agent, ctx).plan_active
@@ -179,4 +178,15 @@ def test_plan_tools_that_need_plan_mode_refuse_outside_it(tool_name: str) -> Non
     [result] = [b for m in model.requests[1].messages for b in m.tool_results]
     assert result.state == "error" and "NotInPlanMode" in result_text(result)
     state = agent.get_agent_state_sync("ann", ctx.session_id)
-    assert state.get_section("plan_mode_context") is None  # nothing stored changed
+    assert "plan_mode_context" not in state.extensions  # nothing stored changed
+
+
+def test_a_call_that_fails_after_plan_enter_keeps_plan_mode() -> None:
+    """As documented: the kernel saves a failed call's sections without its partial history."""
+    model = ScriptedModel([tool_call("plan_enter"), RuntimeError("the model server is down")])
+    agent = config(model).build()
+    ctx = RuntimeContext(user_id="ann", session_id="failed")
+    with pytest.raises(Exception, match="down"):
+        agent.call_sync("plan", ctx)
+    assert get_plan_mode_sync(agent, ctx).plan_active
+    assert [m.role for m in agent.get_agent_state_sync("ann", "failed").context] == ["user"]

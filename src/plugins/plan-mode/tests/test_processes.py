@@ -8,12 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import WRITES, write_file
 from hookagent import Agent, AgentConfig, RuntimeContext
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_plan_mode import plugin as plan_mode_plugin
 from hookagent_store_jsonfile import LocalJsonFileStore
-
-from helpers import WRITES, write_file
 from workspace_double import WorkspacePlugin
 
 HERE = Path(__file__).resolve().parent
@@ -44,10 +43,18 @@ def test_plan_mode_survives_into_another_process_and_back(tmp_path: Path) -> Non
     assert WRITES == []
 
     # process 2: a fresh interpreter finds plan mode active, is blocked, plans and exits
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
+    )
     env["HOOKAGENT_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     out = subprocess.run(
-        [sys.executable, str(HERE / "second_process.py"), str(state_dir), str(workspace_dir), "xproc"],
+        [
+            sys.executable,
+            str(HERE / "second_process.py"),
+            str(state_dir),
+            str(workspace_dir),
+            "xproc",
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -58,7 +65,7 @@ def test_plan_mode_survives_into_another_process_and_back(tmp_path: Path) -> Non
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen == {
         "first": "ALL_TOOLS_DENIED",
-        "denied": ["denied"],
+        "denied": ["denied", "denied"],  # process 1's write, then process 2's
         "banner": True,
         "second": "plan presented",
     }

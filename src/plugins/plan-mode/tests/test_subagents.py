@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers import WRITES, config, read_notes, result_text, write_file
 from hookagent import AgentConfig, AgentRun, InMemoryAgentStateStore, RuntimeContext, tool
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_plan_mode import PlanModeContext, get_plan_mode_sync
 from hookagent_plan_mode.options import PlanModeOptions
 from hookagent_plan_mode.view import PlanModeView, inherited_from
-
-from helpers import WRITES, config, read_notes, result_text, write_file
 
 
 def _child(model: ScriptedModel, store: InMemoryAgentStateStore) -> AgentConfig:
@@ -21,8 +20,11 @@ def test_a_subagent_spawned_while_active_inherits_plan_mode() -> None:
     WRITES.clear()
     store = InMemoryAgentStateStore()
     child_model = ScriptedModel(
-        [tool_call("write_file", path="c", text="d"), "child done"]
-        + [tool_call("write_file", path="c", text="d"), "child done"]
+        [
+            tool_call("write_file", path="c", text="d"),  # denied: the child's turn ends
+            tool_call("write_file", path="c", text="d"),  # its own later call
+            "child done",
+        ]
     )
     child = _child(child_model, store).build()
 
@@ -46,7 +48,8 @@ def test_a_subagent_spawned_while_active_inherits_plan_mode() -> None:
 
     # the child ran in plan mode: its write was denied, it saw the banner with the note
     assert WRITES == []
-    denied = [b for m in child_model.requests[1].messages for b in m.tool_results]
+    child_history = child.get_agent_state_sync("ann", "lead/research").context
+    denied = [b for m in child_history for b in m.tool_results]
     assert denied[0].state == "denied"
     assert "inherited plan mode from its parent run" in result_text(denied[0])
     assert "subagent of a run in plan mode" in (child_model.requests[0].system or "")

@@ -28,7 +28,12 @@ class DirWorkspace:
 
     def _path(self, path: str) -> Path:
         parts = path.split("/")
-        if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        if (
+            not path
+            or path.startswith("/")
+            or "\\" in path
+            or any(p in ("", ".", "..") for p in parts)
+        ):
             raise WorkspacePathError(f"{path!r} is not a relative path inside the workspace")
         full = (self.root / path).resolve()
         if not full.is_relative_to(self.root.resolve()):
@@ -59,7 +64,10 @@ class DirWorkspace:
         base = self.root if not path else self._path(path)
         if not base.is_dir():
             return []
-        return sorted(p.relative_to(self.root).as_posix() for p in base.iterdir())
+        return sorted(
+            p.relative_to(self.root).as_posix() + ("/" if p.is_dir() else "")
+            for p in base.iterdir()
+        )
 
     async def remove(self, path: str) -> None:
         full = self._path(path)

@@ -64,14 +64,19 @@ def test_the_banner_is_transient_and_the_received_request_is_not_changed() -> No
 
 
 def test_without_the_plan_tools_the_banner_says_the_application_ends_it() -> None:
-    model = ScriptedModel(["ok"])
+    model = ScriptedModel([tool_call("write_file", path="a", text="b"), "ok"])
     agent = config(model, tool_groups=[]).build()
     ctx = RuntimeContext(user_id="ann", session_id="app-only")
     enter_plan_mode_sync(agent, ctx)
     agent.call_sync("hi", ctx)
+    assert not any(t.name.startswith("plan_") for t in model.requests[0].tools)
     system = model.requests[0].system or ""
     assert "<plan_mode>" in system and "the application ends it" in system
     assert "plan_write" not in system
+    # the denial does not send the model to tools it does not have either
+    [denied] = agent.get_agent_state_sync("ann", "app-only").context[-2].tool_results
+    assert denied.state == "denied" and "plan_exit" not in denied.output[0].text
+    assert "Present your plan instead" in denied.output[0].text
 
 
 @pytest.mark.anyio

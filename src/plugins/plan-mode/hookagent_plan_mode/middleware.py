@@ -15,7 +15,7 @@ from hookagent.relay import Middleware
 from hookagent.tools import ToolCall, error_result
 
 from .texts import banner, denial, with_banner
-from .view import current
+from .view import PlanModeView, current
 
 MODEL_ORDER = 400
 """After memory (100), compaction (200) and task projection (300): the banner is the last
@@ -34,7 +34,12 @@ async def add_banner(
     A new request (``request.evolve``): the one received is never changed, so a retry outside
     this middleware resends it as it was, and nothing reaches the durable history."""
     view = current(ctx)
-    if view is None or not view.active or request.purpose != REASONING:
+    if view is None or request.purpose != REASONING:
+        return await call_next(request)
+    if view.step_active != view.active:  # a new step: plan_exit's step is over
+        view = view.next_step()
+        ctx.put(PlanModeView, view)
+    if not view.active:
         return await call_next(request)
     offered = any(t.name == "plan_exit" for t in request.tools)
     block = banner(view.options.banner, view.section.current_plan_file, view.inherited, offered)
@@ -48,13 +53,14 @@ async def gate_tools(
     ``denied`` result saying why and how to leave plan mode (a person's approval does not
     lift it: plan mode is the session's state, not a question)."""
     view = current(ctx)
-    if view is None or not view.active:
+    if view is None or not view.blocking:
         return await call_next(call)
     known = call.tool is not None
     read_only = call.tool.read_only if call.tool is not None else None
     if view.options.allows(call.use.name, read_only):
         return await call_next(call)
-    text = denial(call.use.name, known, view.inherited, _plan_tools_offered(ctx))
+    ended = not view.active  # plan_exit ran earlier in this very step
+    text = denial(call.use.name, known, view.inherited, _plan_tools_offered(ctx), ended)
     return error_result(call.use, text, "denied")
 
 

@@ -44,7 +44,7 @@ def with_banner(system: str | None, block: str) -> str:
     return block if not system else f"{system}\n\n{block}"
 
 
-def denial(tool: str, known: bool, inherited: bool, tools: bool) -> str:
+def denial(tool: str, known: bool, inherited: bool, tools: bool, ended: bool = False) -> str:
     """The ``denied`` result of a tool blocked in plan mode."""
     why = (
         "it is not declared read-only, so it may change things"
@@ -52,7 +52,12 @@ def denial(tool: str, known: bool, inherited: bool, tools: bool) -> str:
         else "no such tool is registered, and a tool without a read-only declaration is "
         "treated as one that changes things"
     )
-    if inherited:
+    if ended:
+        how = (
+            "Plan mode ended in this step (plan_exit); a tool asked for in the same step as "
+            "plan_exit stays blocked. Call it again now."
+        )
+    elif inherited:
         how = "This run inherited plan mode from its parent run; only the parent can end it."
     elif tools:
         how = (

@@ -32,17 +32,35 @@ class PlanModeView:
     options: PlanModeOptions
     run: AgentRun | None = None
     """The run that set this view: its status tells a parent's view from a stale one."""
+    step_active: bool = attrs.field(default=attrs.Factory(lambda v: v.active, takes_self=True))
+    """Plan mode was active when the model asked for the current step's tool calls. Leaving
+    plan mode takes effect at the next step: the other calls of the step that ran
+    ``plan_exit`` were asked for in plan mode and stay blocked, whatever order (or
+    parallelism) they run in. Entering takes effect at once."""
+
+    @property
+    def blocking(self) -> bool:
+        return self.active or self.step_active
 
     def evolve(self, section: PlanModeContext) -> PlanModeView:
         """The view after a plan tool changed this session's section."""
-        return attrs.evolve(self, section=section, active=section.plan_active or self.inherited)
+        active = section.plan_active or self.inherited
+        return attrs.evolve(
+            self, section=section, active=active, step_active=self.step_active or active
+        )
+
+    def next_step(self) -> PlanModeView:
+        """The view for a new model step (``step_active`` follows the mode again)."""
+        return (
+            self if self.step_active == self.active else attrs.evolve(self, step_active=self.active)
+        )
 
 
 def inherited_from(found: PlanModeView | None, run: AgentRun | None) -> bool:
     """Did the context arrive carrying an active plan mode from a running parent run?"""
     return (
         found is not None
-        and found.active
+        and found.blocking
         and found.run is not None
         and found.run is not run
         and found.run.status == "running"

@@ -190,3 +190,36 @@ def test_a_call_that_fails_after_plan_enter_keeps_plan_mode() -> None:
         agent.call_sync("plan", ctx)
     assert get_plan_mode_sync(agent, ctx).plan_active
     assert [m.role for m in agent.get_agent_state_sync("ann", "failed").context] == ["user"]
+
+
+@pytest.mark.parametrize("parallel", [None, True])
+def test_calls_asked_for_in_the_step_of_plan_exit_stay_blocked(parallel: bool | None) -> None:
+    """Leaving plan mode takes effect at the next step, whatever order the calls run in."""
+    WRITES.clear()
+    model = ScriptedModel(
+        [
+            tool_call("plan_enter"),
+            calls(("plan_exit", {}), ("write_file", {"path": "a", "text": "b"})),
+            tool_call("write_file", path="a", text="b"),  # the next step: it runs
+            "done",
+        ]
+    )
+    agent = config(model, parallel_tool_calls=parallel).build()
+    agent.call_sync("go", RuntimeContext(user_id="ann", session_id=f"same-step-{parallel}"))
+    results = {b.name: b for b in model.requests[2].messages[-1].tool_results}
+    assert results["plan_exit"].state == "success"
+    assert results["write_file"].state == "denied"
+    assert "Plan mode ended in this step" in result_text(results["write_file"])
+    assert WRITES == ["a=b"]  # only the call of the next step ran
+    assert "<plan_mode>" not in (model.requests[2].system or "")
+
+
+def test_entering_plan_mode_blocks_the_rest_of_the_same_step() -> None:
+    WRITES.clear()
+    model = ScriptedModel(
+        [calls(("plan_enter", {}), ("write_file", {"path": "a", "text": "b"})), "planning"]
+    )
+    agent = config(model).build()
+    agent.call_sync("go", RuntimeContext(user_id="ann", session_id="enter-step"))
+    results = {b.name: b.state for b in model.requests[1].messages[-1].tool_results}
+    assert results == {"plan_enter": "success", "write_file": "denied"} and WRITES == []

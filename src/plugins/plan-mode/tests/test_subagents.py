@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import WRITES, config, read_notes, result_text, write_file
+from helpers import WRITES, calls, config, read_notes, result_text, write_file
 from hookagent import AgentConfig, AgentRun, InMemoryAgentStateStore, RuntimeContext, tool
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_plan_mode import PlanModeContext, get_plan_mode_sync
@@ -84,6 +84,28 @@ def test_a_subagent_spawned_after_the_parent_left_plan_mode_is_free() -> None:
     parent = config(parent_model, store=store, tools=(research, write_file, read_notes)).build()
     parent.call_sync("go", RuntimeContext(user_id="ann", session_id="lead2"))
     assert WRITES == ["c=d"]
+
+
+def test_a_subagent_spawned_in_the_step_of_plan_exit_still_inherits() -> None:
+    WRITES.clear()
+    store = InMemoryAgentStateStore()
+    child = _child(ScriptedModel([tool_call("write_file", path="c", text="d")]), store).build()
+
+    @tool(read_only=False)
+    async def research(topic: str, ctx: RuntimeContext) -> str:
+        """Ask the research subagent."""
+        return (await child.call(topic, ctx.derive(session_id="sub4"))).text
+
+    parent = config(
+        ScriptedModel(
+            [tool_call("plan_enter"), calls(("plan_exit", {}), ("research", {"topic": "x"})), "ok"]
+        ),
+        store=store,
+        tools=(research,),
+        plugin_options={"plan-mode": {"also_allow": ["research"]}},
+    ).build()
+    parent.call_sync("go", RuntimeContext(user_id="ann", session_id="lead4"))
+    assert WRITES == []
 
 
 def test_a_subagent_cannot_end_the_plan_mode_it_inherited() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from hookagent import Agent, AgentState, RuntimeContext, emit_event
 
+from .errors import PlanModeError
 from .options import PLUGIN_NAME, PlanModeOptions
 from .section import SECTION, PlanModeContext
 from .view import PlanModeView, current, load_view
@@ -56,7 +57,7 @@ def call_view(ctx: RuntimeContext) -> PlanModeView:
     agent = ctx.get(Agent)
     state = ctx.agent_state
     if agent is None or state is None:
-        raise RuntimeError("plan mode: no running call on this context")
+        raise PlanModeError("plan mode: no running call on this context")
     return load_view(ctx, read_section(state), options_of(agent))
 
 
@@ -67,7 +68,7 @@ async def change(
     moved. Saved with the call (a tool cannot take the session's gate it already holds)."""
     state = ctx.agent_state
     if state is None:
-        raise RuntimeError("plan mode: no running call on this context")
+        raise PlanModeError("plan mode: no running call on this context")
     write_section(state, section)
     new = view.evolve(section)
     ctx.put(PlanModeView, new)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookagent import Agent, AgentState, ConfigurationError, RuntimeContext
+from hookagent import Agent, AgentConfig, AgentState, ConfigurationError, RuntimeContext
 from hookagent.hookspecs import hookimpl
+from hookagent.kernel import Kernel
 from hookagent.relay import Middleware
 
 from . import cli
@@ -29,7 +30,7 @@ from .view import load_view
 
 
 @hookimpl
-def hookagent_configure(config: Any, kernel: Any) -> None:
+def hookagent_configure(config: AgentConfig, kernel: Kernel) -> None:
     try:
         options = PlanModeOptions.parse(config.plugin_options.get(PLUGIN_NAME))
     except PlanModeOptionsError as exc:

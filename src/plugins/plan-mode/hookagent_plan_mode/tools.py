@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hookagent import Agent, RuntimeContext, emit_event
 
-from .errors import InheritedPlanMode, NotInPlanMode
+from .errors import InheritedPlanMode, NotInPlanMode, PlanModeError
 from .mode import call_view, change, entered, left
 from .plans import load_plan, save_plan
 
@@ -19,7 +19,7 @@ from .plans import load_plan, save_plan
 def _agent(ctx: RuntimeContext) -> Agent:
     agent = ctx.get(Agent)
     if agent is None:
-        raise RuntimeError("plan tools run inside an agent call")
+        raise PlanModeError("plan tools run inside an agent call")
     return agent
 
 

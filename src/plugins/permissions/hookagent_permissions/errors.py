@@ -27,3 +27,7 @@ class InvalidWorkingDirectory(PermissionsError):
 
 class InvalidPermissionContext(InvalidState):
     """A stored ``permission_context`` section that does not fit (names the field)."""
+
+
+class InvalidPermissionOptions(PermissionsError):
+    """``plugin_options["permissions"]`` that cannot be used (names the key)."""

@@ -103,17 +103,18 @@ class PermissionContext:
                 for rule in items:
                     yield kind, key, rule
 
-    def with_rule(self, rule: PermissionRule) -> PermissionContext:
-        """This context plus ``rule`` in the table of its behavior (no duplicate added)."""
-        kind: Decision = "ask" if rule.behavior == "passthrough" else rule.behavior
-        table = {k: tuple(v) for k, v in self.table(kind).items()}
-        held = table.get(rule.tool_name, ())
+    def with_rule(self, rule: PermissionRule, table: Decision | None = None) -> PermissionContext:
+        """This context plus ``rule`` in ``table`` (default: the table of its behavior; a
+        passthrough rule needs one named). No duplicate is added."""
+        kind: Decision = table or ("ask" if rule.behavior == "passthrough" else rule.behavior)
+        rules = {k: tuple(v) for k, v in self.table(kind).items()}
+        held = rules.get(rule.tool_name, ())
         if rule in held:
             return self
-        table[rule.tool_name] = (*held, rule)
-        return self._replace(kind, table)
+        rules[rule.tool_name] = (*held, rule)
+        return self.replace_table(kind, rules)
 
-    def _replace(
+    def replace_table(
         self, kind: Decision, table: Mapping[str, tuple[PermissionRule, ...]]
     ) -> PermissionContext:
         if kind == "allow":
@@ -138,7 +139,7 @@ class PermissionContext:
                     kept.append(rule)
             if kept:
                 table[key] = tuple(kept)
-        return self._replace(behavior, table), removed
+        return self.replace_table(behavior, table), removed
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.extra)

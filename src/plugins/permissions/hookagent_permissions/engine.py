@@ -30,9 +30,13 @@ class Verdict:
     reason: str
     mode: str
     rule: PermissionRule | None = None
+    origin: str | None = None
+    """Who decided when it was neither a rule nor the mode (``"user"``: an approval)."""
 
     @property
     def source(self) -> str:
+        if self.origin is not None:
+            return self.origin
         if self.rule is None:
             return "mode"
         return self.rule.source or "unknown"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookagent.errors import AgentError, InvalidState
+from hookagent.errors import AgentError, ConfigurationError, InvalidState
 
 
 class PermissionsError(AgentError, ValueError):
@@ -29,5 +29,5 @@ class InvalidPermissionContext(InvalidState):
     """A stored ``permission_context`` section that does not fit (names the field)."""
 
 
-class InvalidPermissionOptions(PermissionsError):
+class InvalidPermissionOptions(PermissionsError, ConfigurationError):
     """``plugin_options["permissions"]`` that cannot be used (names the key)."""

@@ -8,6 +8,8 @@
      "working_directories": {"workspace": "/srv/app"},      # or {"path": ..., "source": ...}
      "path_arguments": ["target"]}                          # added to the built-in names
 
+Naming the plugin here (even with ``{}``) switches it on for the configuration's slots; a
+slot that holds a ``permission_context`` section is decided by it in any configuration.
 A slot with no ``permission_context`` section starts from these (they are written into the
 slot with its first save); after that the slot's own section is what decides, and a later
 change of the configuration does not reach it (``replace_permission_context`` does).
@@ -15,6 +17,7 @@ change of the configuration does not reach it (``replace_permission_context`` do
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,12 +36,26 @@ _KEYS = ("mode", "rules", "working_directories", "path_arguments")
 class Options:
     seed: PermissionContext = attrs.field(factory=PermissionContext)
     path_arguments: tuple[str, ...] = PATH_ARGUMENTS
+    configured: bool = False
+    """Options were given: new slots are seeded with ``seed`` (else nothing is written)."""
+
+
+_parsed: weakref.WeakKeyDictionary[Any, Options] = weakref.WeakKeyDictionary()
+
+
+def options_for(kernel: Any) -> Options:
+    """A configuration's checked options, parsed once per prepared configuration (its
+    kernel): rules are compiled once, not per call."""
+    found = _parsed.get(kernel)
+    if found is None:
+        raw = kernel.config.plugin_options
+        found = parse_options(raw[PLUGIN]) if PLUGIN in raw else Options()
+        _parsed[kernel] = found
+    return found
 
 
 def parse_options(raw: object) -> Options:
     """Checked options; ``InvalidPermissionOptions`` names the key that is wrong."""
-    if raw is None:
-        return Options()
     if not isinstance(raw, Mapping):
         raise InvalidPermissionOptions(
             f"plugin_options[{PLUGIN!r}] should be a mapping, got {type(raw).__name__}"
@@ -105,4 +122,4 @@ def _parse(raw: Mapping[str, Any]) -> Options:
             f"plugin_options[{PLUGIN!r}]['path_arguments'] is a list of argument names"
         )
     extra_names = tuple(n for n in names if n not in PATH_ARGUMENTS)
-    return Options(pc, PATH_ARGUMENTS + extra_names)
+    return Options(pc, PATH_ARGUMENTS + extra_names, configured=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hookagent_permissions.errors import (
     InvalidPermissionMode,
     InvalidPermissionOptions,
@@ -110,7 +109,7 @@ def test_options_seed() -> None:
         "x": WorkingDirectory("/srv/x", "ops"),
     }
     assert opts.path_arguments == (*PATH_ARGUMENTS, "target")
-    assert parse_options(None).seed == PermissionContext()
+    assert parse_options({}).seed == PermissionContext() and parse_options({}).configured
 
 
 @pytest.mark.parametrize(

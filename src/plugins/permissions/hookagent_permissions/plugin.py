@@ -138,3 +138,11 @@ async def permission_middleware(
 @hookimpl
 def hookagent_wrap_tool_call() -> Middleware:
     return Middleware(permission_middleware, order=ORDER)
+
+
+@hookimpl(optionalhook=True)
+def hookagent_register_cli_commands(register: Any) -> None:
+    """``hookagent permissions ...`` (only where the CLI runs)."""
+    from .cli import register as add
+
+    add(register)

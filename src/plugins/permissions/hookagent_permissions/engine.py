@@ -93,6 +93,10 @@ class Engine:
     path_arguments: tuple[str, ...] = PATH_ARGUMENTS
     problems: tuple[str, ...] = ()
     """Stored rules that do not parse (they fail closed); reported in events and ``show``."""
+    _by_tool: dict[str, tuple[tuple[_Compiled, ...], ...]] = attrs.field(
+        factory=dict, eq=False, repr=False
+    )
+    """(deny, ask, allow) rules naming each tool seen: the name globs are matched once."""
 
     @classmethod
     def build(cls, pc: PermissionContext, path_arguments: Sequence[str] = PATH_ARGUMENTS) -> Engine:
@@ -117,11 +121,24 @@ class Engine:
             tuple(problems),
         )
 
+    def _for(self, tool: str) -> tuple[tuple[_Compiled, ...], ...]:
+        found = self._by_tool.get(tool)
+        if found is None:
+            found = (
+                tuple(c for c in self.deny if c.names(tool, True)),
+                tuple(c for c in self.ask if c.names(tool, True)),
+                tuple(c for c in self.allow if c.names(tool, False)),
+            )
+            if len(self._by_tool) < 1024:  # tool names are few; a flood is not cached
+                self._by_tool[tool] = found
+        return found
+
+    @staticmethod
     def _first(
-        self, rules: Sequence[_Compiled], tool: str, call: CallView, restrictive: bool
+        rules: Sequence[_Compiled], call: CallView, restrictive: bool
     ) -> PermissionRule | None:
         for c in rules:
-            if c.names(tool, restrictive) and c.content.match(call, restrictive):
+            if c.content.match(call, restrictive):
                 return c.rule
         return None
 
@@ -130,10 +147,11 @@ class Engine:
         call = CallView(args, self.directories, self.path_arguments)
         mode = self.mode
         shown = mode if mode == self.context.mode else f"{self.context.mode} (unknown: {mode})"
-        rule = self._first(self.deny, tool, call, restrictive=True)
+        deny, ask, allow = self._for(tool)
+        rule = self._first(deny, call, restrictive=True)
         if rule is not None:
             return Verdict("deny", f"{_describe(rule)} matches", shown, rule)
-        rule = self._first(self.ask, tool, call, restrictive=True)
+        rule = self._first(ask, call, restrictive=True)
         if rule is not None:
             if mode == "bypass":
                 return Verdict("allow", f"bypass mode: {_describe(rule)} is not asked", shown, rule)
@@ -142,7 +160,7 @@ class Engine:
             if mode == "explore" and not read_only:
                 return Verdict("deny", "explore mode allows read-only tools only", shown, rule)
             return Verdict("ask", f"{_describe(rule)} matches", shown, rule)
-        rule = self._first(self.allow, tool, call, restrictive=False)
+        rule = self._first(allow, call, restrictive=False)
         if rule is not None:
             if mode == "explore" and not read_only:
                 return Verdict("deny", "explore mode allows read-only tools only", shown, rule)

@@ -17,7 +17,7 @@ from hookagent import Agent, AgentState, RuntimeContext
 from .errors import InvalidPermissionRule, RuleNotFound
 from .options import options_for
 from .section import SECTION, Decision, PermissionContext, from_json
-from .validate import check_context, check_mode, make_rule, make_working_directory
+from .validate import check_context, check_mode, check_room, make_rule, make_working_directory
 
 __all__ = [
     "add_rule",
@@ -26,6 +26,7 @@ __all__ = [
     "add_working_directory_sync",
     "get_permission_context",
     "get_permission_context_sync",
+    "has_permission_context",
     "remove_rule",
     "remove_rule_sync",
     "remove_working_directory",
@@ -70,6 +71,12 @@ async def get_permission_context(agent: Agent, ctx: RuntimeContext) -> Permissio
     return read_section(state, agent)
 
 
+async def has_permission_context(agent: Agent, ctx: RuntimeContext) -> bool:
+    """The slot holds a section of its own (then it is decided in any configuration)."""
+    state = await agent.get_agent_state(ctx.user_id, ctx.session_id)
+    return SECTION in state.extensions
+
+
 async def set_permission_mode(agent: Agent, ctx: RuntimeContext, mode: str) -> PermissionContext:
     """Set the slot's mode (``InvalidPermissionMode`` for an unknown one)."""
     canonical = check_mode(mode)
@@ -98,9 +105,14 @@ async def add_rule(
     rule = make_rule(tool_name, behavior, rule_content, source)
     if rule.behavior == "passthrough":
         raise InvalidPermissionRule("a passthrough rule decides nothing: add allow, deny or ask")
-    return await _change(
-        agent, ctx, f"permissions: {rule.behavior} {rule.describe()}", lambda pc: pc.with_rule(rule)
-    )
+
+    def change(pc: PermissionContext) -> PermissionContext:
+        new = pc.with_rule(rule)
+        if new is not pc:
+            check_room(pc)
+        return new
+
+    return await _change(agent, ctx, f"permissions: {rule.behavior} {rule.describe()}", change)
 
 
 async def remove_rule(

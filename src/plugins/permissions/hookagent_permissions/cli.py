@@ -97,7 +97,20 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await config.aclose()
 
-    pc = anyio.run(main)
+    async def main_show() -> tuple[PermissionContext, bool]:
+        try:
+            agent = config.build()
+            return await _act(args, agent, ctx), await admin.has_permission_context(agent, ctx)
+        finally:
+            await config.aclose()
+
+    pc, own = anyio.run(main_show) if args.action == "show" else (anyio.run(main), True)
+    if not own:
+        print(
+            "(this slot has no permission_context: its calls are decided only where a "
+            "configuration names the plugin; shown: where a first change starts from)",
+            file=sys.stderr,
+        )
     if getattr(args, "json", False):
         print(json.dumps(pc.to_json(), indent=2, ensure_ascii=False))
     else:

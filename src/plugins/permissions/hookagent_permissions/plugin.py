@@ -22,9 +22,10 @@ from hookagent.state import PendingInteraction
 from hookagent.tools import ToolCall, error_result
 
 from .engine import Engine, Verdict
-from .errors import InvalidPermissionContext
+from .errors import InvalidPermissionContext, InvalidPermissionRule
 from .options import Options, options_for
 from .section import SECTION, PermissionRule, from_json
+from .validate import check_room
 
 log = logging.getLogger("hookagent.permissions")
 ORDER = 200
@@ -75,12 +76,17 @@ def _shown(arguments: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _remember(state: AgentState, tool: str, options: Options) -> PermissionRule:
+def _remember(state: AgentState, tool: str, options: Options) -> PermissionRule | None:
     """``Approve(id, remember=True)``: an allow rule for the tool in the call's state, saved
     with the call. Precedence stays fixed: it cannot outrank a deny or an ask rule."""
     rule = PermissionRule(tool, None, "allow", REMEMBERED_SOURCE)
     raw = state.extensions.get(SECTION)
     pc = options.seed if raw is None else from_json(raw)
+    try:
+        check_room(pc)
+    except InvalidPermissionRule as exc:
+        log.warning("not remembered: %s", exc)  # the call still runs: it was approved
+        return None
     state.put_section(SECTION, pc.with_rule(rule).to_json())
     return rule
 
@@ -95,8 +101,8 @@ def _decide(call: ToolCall, state: AgentState | None, options: Options) -> Verdi
     verdict = engine.decide(call.use.name, call.tool.read_only, call.use.input)
     if not call.approved or verdict.decision == "deny":
         return verdict  # a deny rule added since the question was asked still wins
-    if call.remember and state is not None:
-        rule = _remember(state, call.use.name, options)
+    rule = _remember(state, call.use.name, options) if call.remember and state else None
+    if rule is not None:
         reason = f"approved by the user; remembered as allow rule {rule.describe()}"
         return Verdict("allow", reason, verdict.mode, rule, origin="user")
     return Verdict("allow", "approved by the user", verdict.mode, origin="user")

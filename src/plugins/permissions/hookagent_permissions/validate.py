@@ -24,6 +24,9 @@ from .section import (
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.*?\[\]!-]{1,200}$")
 MAX_SOURCE = 200
+MAX_CONTENT = 4096
+MAX_RULES = 1000
+"""Rules one slot may hold: the section is read on every call and saved with the slot."""
 
 
 def check_mode(mode: object) -> str:
@@ -56,6 +59,8 @@ def make_rule(
         raise InvalidPermissionRule(
             f"rule_content should be a string or None, got {type(rule_content).__name__}"
         )
+    if isinstance(rule_content, str) and len(rule_content) > MAX_CONTENT:
+        raise InvalidPermissionRule(f"rule_content is longer than {MAX_CONTENT} characters")
     parse(rule_content)  # raises InvalidPermissionRule naming the problem
     if source is not None and (not isinstance(source, str) or len(source) > MAX_SOURCE):
         raise InvalidPermissionRule(f"source should be a string of at most {MAX_SOURCE} characters")
@@ -93,6 +98,8 @@ def check_context(pc: Any) -> PermissionContext:
             )
         dirs[key] = make_working_directory(wd.path, wd.source)
     out = PermissionContext(out.mode, dirs, extra=out.extra)
+    if sum(1 for _ in pc.rules()) > MAX_RULES:
+        raise InvalidPermissionRule(f"a slot holds at most {MAX_RULES} rules")
     for kind, _, rule in pc.rules():
         checked = make_rule(rule.tool_name, rule.behavior, rule.rule_content, rule.source)
         if checked.behavior not in (kind, "passthrough"):
@@ -101,3 +108,11 @@ def check_context(pc: Any) -> PermissionContext:
             )
         out = out.with_rule(checked, kind)
     return out
+
+
+def check_room(pc: PermissionContext) -> None:
+    """Refuse one more rule in a slot that holds ``MAX_RULES`` already."""
+    if sum(1 for _ in pc.rules()) >= MAX_RULES:
+        raise InvalidPermissionRule(
+            f"the slot holds {MAX_RULES} rules already; remove some (or replace the context)"
+        )

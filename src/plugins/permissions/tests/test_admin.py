@@ -226,3 +226,31 @@ async def test_replace_touches_only_its_slot(backend: Any) -> None:
             assert (got.version, got.state.to_json()) == before[key], key
     # and a reader in another agent (a fresh store handle) sees the same
     assert (await admin.get_permission_context(agent, SLOTS[1])).mode == "explore"
+
+
+def test_a_slot_holds_a_bounded_number_of_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookagent_permissions import validate
+
+    monkeypatch.setattr(validate, "MAX_RULES", 2)
+    agent = build()
+    admin.add_rule_sync(agent, ANN, "a", "allow")
+    admin.add_rule_sync(agent, ANN, "b", "allow")
+    admin.add_rule_sync(agent, ANN, "b", "allow")  # a duplicate adds nothing: no error
+    before = stored(agent, ANN)
+    with pytest.raises(InvalidPermissionRule, match="holds 2 rules already"):
+        admin.add_rule_sync(agent, ANN, "c", "allow")
+    assert stored(agent, ANN)[0] == before[0]
+    three = (
+        PermissionContext()
+        .with_rule(PermissionRule("x", None, "deny"))
+        .with_rule(PermissionRule("y", None, "deny"))
+        .with_rule(PermissionRule("z", None, "deny"))
+    )
+    with pytest.raises(InvalidPermissionRule, match="at most 2 rules"):
+        admin.replace_permission_context_sync(agent, ANN, three)
+
+
+def test_rule_content_is_bounded() -> None:
+    agent = build()
+    with pytest.raises(InvalidPermissionRule, match="longer than 4096"):
+        admin.add_rule_sync(agent, ANN, "shell", "deny", "command:" + "x" * 5000)

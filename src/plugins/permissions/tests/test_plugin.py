@@ -318,3 +318,21 @@ def test_bad_options_refuse_the_configuration() -> None:
 def test_the_middleware_order_is_declared() -> None:
     mw = permissions.hookagent_wrap_tool_call()
     assert mw.order == 200
+
+
+def test_remember_in_a_full_slot_runs_the_call_and_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hookagent_permissions import validate
+
+    monkeypatch.setattr(validate, "MAX_RULES", 1)
+    agent, _, events = make([tool_call("deploy", env="prod"), "one"])
+    admin.add_rule_sync(agent, CTX, "status", "allow")
+    [pending] = agent.call_sync("ship", CTX).metadata["pending"]
+    agent.call_sync(
+        answers=[Approve(pending["tool_use_id"], remember=True)], ctx=CTX.derive(run_id=None)
+    )
+    assert RUNS == ["prod"]
+    stored = from_json(agent.get_agent_state_sync("ann", "ops").extensions[SECTION])
+    assert "deploy" not in stored.allow_rules
+    assert events.seen[-1].data["reason"] == "approved by the user"

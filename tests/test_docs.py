@@ -45,6 +45,7 @@ def test_every_hookspec_has_a_docstring() -> None:
 
 
 RUNNABLE_PAGES = ("hooks.md", "quickstart.md", "runs.md", "state.md", "context.md", "plan-mode.md")
+RUNNABLE_PAGES += ("permissions.md",)  # hookagent-permissions
 RUNNABLE_PAGES += ("tasks.md",)
 EXAMPLES = [
     (page, i, code)

@@ -1,0 +1,1 @@
+"""History compaction for hookagent: summaries validated before they are committed."""

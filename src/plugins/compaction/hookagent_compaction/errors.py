@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hookagent.errors import AgentError, ContextLengthExceeded
+from hookagent.errors import AgentError, ConfigurationError, ContextLengthExceeded
 
 
-class CompactionOptionsError(AgentError, ValueError):
+class CompactionOptionsError(ConfigurationError):
     """An option in ``plugin_options["compaction"]`` that cannot be used (names it and why)."""
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from hookagent import SUMMARY, ModelError, ModelRequest, ModelResponse, Msg, RuntimeContext
+from hookagent_model_demo import DemoModel
 from hookagent_model_demo.digest import LABEL, MAX_REQUESTS, digest
 
 TRANSCRIPT = """## Messages to summarise
@@ -50,3 +53,30 @@ def test_any_other_text_is_one_message():
         "Latest user requests:",
         "- just some words",
     ]
+
+
+# ------------------------------------------------------------------ through the model
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_summary_request_gets_the_digest(stream: bool) -> None:
+    model = DemoModel(delay=0, stream=stream)
+    request = ModelRequest([Msg.user(TRANSCRIPT)], system="Summarise.", purpose=SUMMARY)
+    items = [item async for item in model.stream(request, RuntimeContext())]
+    response = items[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.message.text == digest(TRANSCRIPT)
+    assert response.message.text.startswith("[demo summary]") and not response.message.tool_uses
+    assert (await model.generate(request, RuntimeContext())).message.text == digest(TRANSCRIPT)
+    # the same text as a reasoning request is answered by the rules, not digested
+    plain = await model.generate(ModelRequest([Msg.user(TRANSCRIPT)]), RuntimeContext())
+    assert plain.message.text.startswith("[demo model]")
+
+
+def test_the_declared_window() -> None:
+    assert DemoModel().context_window == 32_768
+    assert DemoModel(context_window=8_000).context_window == 8_000
+    for bad in (0, True, "big"):
+        with pytest.raises(ModelError, match="context_window must be an int >= 1"):
+            DemoModel(context_window=bad)  # type: ignore[arg-type]

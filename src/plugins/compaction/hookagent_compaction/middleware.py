@@ -15,7 +15,7 @@ from hookagent.errors import ContextLengthExceeded
 from hookagent.models import ModelRequest, ModelResponse
 from hookagent.relay import Middleware
 
-from .compactor import RunCompaction, Summarise, compact, run_compaction
+from .compactor import RunCompaction, compact, run_compaction
 from .errors import ContextBudgetExceeded
 from .runtime import Runtime, runtime_for
 from .summariser import CallNext, summariser
@@ -33,14 +33,13 @@ async def compaction_middleware(
     if rt is None or state is None or not rt.options.enabled:
         return await call_next(request)
     run = run_compaction(ctx, state)
-    summarise = summariser(rt, ctx, call_next)
     view = run.project(request)
     tokens = rt.count(view.messages, view.system)
     tried = False
     why = rt.trigger(len(view.messages), tokens)
     if why is not None and run.refused is None:
         tried = True
-        if await _compact(rt, ctx, run, summarise, why, view, tokens):
+        if await _compact(rt, ctx, run, call_next, why, view, tokens):
             view = run.project(request)
             tokens = rt.count(view.messages, view.system)
     if run.refused is not None and not rt.fits(tokens):
@@ -52,7 +51,7 @@ async def compaction_middleware(
     except ContextLengthExceeded as exc:
         if tried and run.refused is not None:
             raise ContextBudgetExceeded(tokens, None, run.refused) from exc
-        if not await _compact(rt, ctx, run, summarise, "overflow", view, tokens):
+        if not await _compact(rt, ctx, run, call_next, "overflow", view, tokens):
             raise ContextBudgetExceeded(tokens, None, run.refused or "refused") from exc
     view = run.project(request)
     return await call_next(view)  # the one retry: a second overflow is the caller's
@@ -62,7 +61,7 @@ async def _compact(
     rt: Runtime,
     ctx: RuntimeContext,
     run: RunCompaction,
-    summarise: Summarise,
+    call_next: CallNext,
     why: str,
     view: ModelRequest,
     tokens: int,
@@ -71,7 +70,7 @@ async def _compact(
         rt,
         ctx,
         run,
-        summarise,
+        summariser(rt, ctx, call_next),
         why=why,
         before_messages=len(view.messages),
         before_tokens=tokens,

@@ -59,10 +59,14 @@ def preview(text: str, path: str, chars: int, digest: str) -> str:
 
 async def offload_middleware(call: ToolCall, ctx: RuntimeContext, call_next: Any) -> Any:
     out = await call_next(call)
-    if not isinstance(out, ToolResultBlock) or call.use.name in _excluded(ctx):
+    if not isinstance(out, ToolResultBlock):
         return out
     rt = runtime_for(ctx)
-    if rt is None or rt.options.offload_chars is None:
+    if (
+        rt is None
+        or rt.options.offload_chars is None
+        or call.use.name in rt.options.offload_exclude
+    ):
         return out
     text = out.text
     if len(text) <= rt.options.offload_chars:
@@ -72,11 +76,6 @@ async def offload_middleware(call: ToolCall, ctx: RuntimeContext, call_next: Any
         _warn_once(rt, call.use.name, len(text))
         return out
     return await _offload(rt, ctx, workspace, out, text)
-
-
-def _excluded(ctx: RuntimeContext) -> frozenset[str]:
-    rt = runtime_for(ctx)
-    return rt.options.offload_exclude if rt is not None else frozenset({READ_OFFLOADED})
 
 
 def _warn_once(rt: Runtime, tool_name: str, size: int) -> None:

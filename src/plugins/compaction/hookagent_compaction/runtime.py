@@ -30,7 +30,7 @@ class Runtime:
     """One configuration's compaction settings and caches."""
 
     def __init__(self, kernel: Kernel, options: CompactionOptions) -> None:
-        self.kernel = kernel
+        self._kernel = weakref.ref(kernel)  # the registry's key: never kept alive by it
         self.options = options
         self.window: int | None = kernel.context_window
         self.trigger_tokens = options.trigger_tokens_for(self.window)
@@ -38,6 +38,12 @@ class Runtime:
         self._tokens: dict[int, tuple[Msg, int]] = {}
         self._system: tuple[str | None, int] = (None, 0)
         self.offload_warned = False
+
+    @property
+    def kernel(self) -> Kernel:
+        kernel = self._kernel()
+        assert kernel is not None  # a runtime is reached only through its live kernel
+        return kernel
 
     # ---- tokens
     def tokens_of(self, msg: Msg) -> int:

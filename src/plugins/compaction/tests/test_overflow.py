@@ -59,6 +59,7 @@ async def test_context_length_exceeded_once_compacts_and_retries(stream: bool):
         await seed(config)
         async with config.build() as agent:
             reply = await agent.call("one more", ctx())
+        await config.kernel.model.aclose()  # the provider's connections, in this loop
         first, summary, retry = (r.body for r in srv.requests)
     assert reply.text == "answered" and srv.attempts == 3
     assert len(first["messages"]) == SEEDED + 1
@@ -84,6 +85,7 @@ async def test_a_second_overflow_is_raised_and_the_compaction_still_kept():
         async with config.build() as agent:
             with pytest.raises(ContextLengthExceeded) as info:
                 await agent.call("one more", ctx())
+        await config.kernel.model.aclose()
     assert type(info.value) is ContextLengthExceeded  # the provider's own: retried once only
     assert srv.attempts == 3
     state = await stored(config)  # the failed call saved its input on the compacted history
@@ -100,6 +102,7 @@ async def test_an_overflow_whose_summary_fails_is_typed_and_changes_nothing():
         async with config.build() as agent:
             with pytest.raises(ContextBudgetExceeded) as info:
                 await agent.call("one more", ctx())
+        await config.kernel.model.aclose()
     err = info.value
     assert err.budget is None and "the summariser failed" in err.reason
     assert isinstance(err.__cause__, ContextLengthExceeded)

@@ -198,7 +198,9 @@ async def compact(
     elapsed = round((time.perf_counter() - started) * 1000, 3)
     if reason is not None or proposal is None or cut is None:
         run.refused = reason
-        log.warning("compaction of session %r refused: %s", state.session_id, reason)
+        (log.info if cut is None else log.warning)(
+            "compaction of session %r refused: %s", state.session_id, reason
+        )
         await emit_event(
             ctx,
             "compaction_finished",

@@ -73,3 +73,40 @@ async def test_a_validator_returning_something_else_refuses():
         "a validator refused the summary (returned False)"
     )
     assert "returned ''" in (await run_validators([lambda proposal: ""], p) or "")
+
+
+async def test_hook_hookagent_validate_compaction():
+    """The hook through a real agent: each implementation is asked, the first refusal wins
+    and is reported; with none refusing, the compaction is committed."""
+    from hookagent import hookimpl
+    from hookagent.testing import ScriptedModel
+
+    from .conftest import Events, ctx, make
+
+    asked: list[str] = []
+
+    class Accepts:
+        @hookimpl
+        def hookagent_validate_compaction(self, proposal):
+            asked.append("accepts")
+
+    class Refuses:
+        @hookimpl
+        async def hookagent_validate_compaction(self, proposal):
+            asked.append("refuses")
+            return "no thanks" if asked.count("refuses") == 1 else None
+
+    events = Events()
+    summariser = ScriptedModel(default="gist")
+    options = {"trigger_messages": 6, "keep_messages": 2, "summary_model": summariser}
+    config = make(ScriptedModel(default="ok"), Accepts(), Refuses(), events, options=options)
+    async with config.build() as agent:
+        for i in range(4):
+            await agent.call(f"q{i}", ctx())
+        assert (await agent.get_agent_state("ann", "s1")).summary is None
+        await agent.call("q4", ctx())  # the next run asks again; now both accept
+        state = await agent.get_agent_state("ann", "s1")
+    # the last registered is asked first; a refusal stops the asking
+    assert asked == ["refuses", "refuses", "accepts"]
+    reasons = [d.get("reason") for d in events.data("compaction_finished")]
+    assert reasons == ["no thanks", None] and state.summary == "gist"

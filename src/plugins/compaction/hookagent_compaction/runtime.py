@@ -1,8 +1,9 @@
 """What the plugin keeps per prepared configuration: options, limits, a token cache.
 
 A configuration is prepared once (``hookagent_configure``); its ``Runtime`` is found again
-from any call through ``ctx.get(Agent).kernel``. Token counts are cached per message object
-(messages are frozen), so the per-call trigger check costs a dict lookup per message, not a
+from any call through ``ctx.get(Agent).kernel``. Token counts are cached per message (by its
+id, timestamp, role and block count: a message reloaded from the store hits the cache too;
+messages are frozen), so the per-call trigger check costs a dict lookup per message, not a
 count of the whole history.
 """
 
@@ -21,8 +22,9 @@ from .options import NAME, CompactionOptions
 if TYPE_CHECKING:
     from hookagent.kernel import Kernel
 
-CACHE_LIMIT = 8192
+CACHE_LIMIT = 32_768
 """Messages whose token count is cached (the cache starts over when full)."""
+_Key = tuple[str, float, str, int]
 _RUNTIMES: weakref.WeakKeyDictionary[Kernel, Runtime] = weakref.WeakKeyDictionary()
 
 
@@ -35,7 +37,7 @@ class Runtime:
         self.window: int | None = kernel.context_window
         self.trigger_tokens = options.trigger_tokens_for(self.window)
         options.check_tokens(self.trigger_tokens)
-        self._tokens: dict[int, tuple[Msg, int]] = {}
+        self._tokens: dict[_Key, int] = {}
         self._system: tuple[str | None, int] = (None, 0)
         self.offload_warned = False
 
@@ -47,14 +49,13 @@ class Runtime:
 
     # ---- tokens
     def tokens_of(self, msg: Msg) -> int:
-        """The message's token count by the configuration's counter (cached per object)."""
-        hit = self._tokens.get(id(msg))
-        if hit is not None and hit[0] is msg:
-            return hit[1]
-        if len(self._tokens) >= CACHE_LIMIT:
-            self._tokens.clear()
-        count = self.kernel.count_tokens([msg])
-        self._tokens[id(msg)] = (msg, count)
+        """The message's token count by the configuration's counter (cached)."""
+        key = (msg.id, msg.timestamp, msg.role, len(msg.content))
+        count = self._tokens.get(key)
+        if count is None:
+            if len(self._tokens) >= CACHE_LIMIT:
+                self._tokens.clear()
+            count = self._tokens[key] = self.kernel.count_tokens([msg])
         return count
 
     def count(self, messages: Sequence[Msg], system: str | None = None) -> int:

@@ -56,9 +56,14 @@ class CompactionOptions:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any] | None) -> CompactionOptions:
-        """Checked options from the configuration's ``plugin_options["compaction"]``."""
+        """Checked options from the configuration's ``plugin_options["compaction"]``.
+
+        None (the configuration does not name the plugin) is off: installing the plugin
+        compacts and offloads only for configurations that ask (``{"compaction": {}}`` for
+        the defaults), as installing a tool plugin hands its tools to no agent that did not.
+        """
         if raw is None:
-            raw = {}
+            return cls(enabled=False, offload_chars=None)
         if not isinstance(raw, Mapping):
             raise CompactionOptionsError(
                 f"plugin_options['compaction'] must be a dict, got {type(raw).__name__}"

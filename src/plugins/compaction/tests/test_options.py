@@ -17,7 +17,27 @@ def test_defaults():
     )
     assert o.offload_chars == 80_000 and o.offload_preview_chars == 2_000
     assert o.offload_exclude == {READ_OFFLOADED}  # never offloads its own reads
-    assert CompactionOptions.parse(None) == o
+    off = CompactionOptions.parse(None)  # a configuration that does not name the plugin
+    assert (off.enabled, off.offload_chars) == (False, None) and o.enabled
+
+
+@pytest.mark.anyio
+async def test_an_agent_that_does_not_name_the_plugin_is_never_compacted() -> None:
+    from hookagent import AgentConfig, InMemoryAgentStateStore, RuntimeContext
+    from hookagent.testing import ScriptedModel
+
+    model = ScriptedModel(default="ok")
+    store = InMemoryAgentStateStore()
+    for options in ({}, {"compaction": {}}):  # past the default trigger of 50 messages
+        agent = AgentConfig(model=model, state_store=store, plugin_options=options).build()
+        session = f"s{len(options)}"
+        for i in range(27):
+            await agent.call(f"m{i}", RuntimeContext(user_id="u", session_id=session))
+        kept = len((await agent.get_agent_state("u", session)).context)
+        if options:
+            assert kept < 54  # named, with the defaults: compacted
+        else:
+            assert kept == 54  # installed (autoloaded) but not named: untouched
 
 
 def test_token_trigger_comes_from_the_model_window():

@@ -46,7 +46,8 @@ def test_every_hookspec_has_a_docstring() -> None:
 
 RUNNABLE_PAGES = ("hooks.md", "quickstart.md", "runs.md", "state.md", "context.md", "plan-mode.md")
 RUNNABLE_PAGES += ("permissions.md",)  # hookagent-permissions
-RUNNABLE_PAGES += ("tasks.md",)
+RUNNABLE_PAGES += ("compaction.md",)  # hookagent-compaction
+RUNNABLE_PAGES += ("tasks.md",)  # hookagent-tasks
 EXAMPLES = [
     (page, i, code)
     for page in RUNNABLE_PAGES

@@ -212,7 +212,8 @@ def hookagent_wrap_model_call() -> Any:
     Result: None, ``async def middleware(request: ModelRequest, ctx, call_next) ->
     ModelResponse``, or a ``Middleware(func, order=N)`` (ordered as the tool chain).
     ``call_next(request)`` runs the rest of the chain and the provider (streaming, with
-    every delta emitted as a ``model_delta`` event); call it again to retry or fail over,
+    every delta of a reasoning request emitted as a ``model_delta`` event; a plugin's own
+    request, e.g. a summary, emits none); call it again to retry or fail over,
     or answer without it (a cache). The chain runs inside the run's interrupt scope: catch
     ``ModelError`` (or your own errors), never bare ``Exception``, so that ``Interrupted``
     and cancellation pass through.

@@ -1,0 +1,51 @@
+"""hookagent-workspace: a bounded, isolated file workspace on any fsspec filesystem.
+
+``WorkspacePlugin`` (or the entry point ``workspace`` with ``plugin_options["workspace"]``)
+serves the kernel's workspace seam and the file tools; ``open_workspace`` gives a workspace
+to application code outside a call.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    EditError,
+    NotADirectory,
+    NotAFile,
+    NotText,
+    NoWorkspace,
+    PatternError,
+    ToolInputError,
+    WorkspaceError,
+    WorkspaceFileNotFound,
+    WorkspaceLimitExceeded,
+    WorkspaceOptionsError,
+    WorkspacePathError,
+    WorkspaceUnavailable,
+)
+from .options import WorkspaceSettings, open_backend, parse_options
+from .scope import SCOPES, Scope, scope_names
+from .workspace import FsWorkspace, Limits
+
+__all__ = [
+    "SCOPES",
+    "EditError",
+    "FsWorkspace",
+    "Limits",
+    "NoWorkspace",
+    "NotADirectory",
+    "NotAFile",
+    "NotText",
+    "PatternError",
+    "Scope",
+    "ToolInputError",
+    "WorkspaceError",
+    "WorkspaceFileNotFound",
+    "WorkspaceLimitExceeded",
+    "WorkspaceOptionsError",
+    "WorkspacePathError",
+    "WorkspaceSettings",
+    "WorkspaceUnavailable",
+    "open_backend",
+    "parse_options",
+    "scope_names",
+]

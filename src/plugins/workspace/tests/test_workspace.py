@@ -31,7 +31,7 @@ async def test_write_read_append_size_remove(ws: FsWorkspace) -> None:
     assert await ws.read_text("notes/a.md") == "replaced"
     await ws.remove("notes/a.md")
     assert not await ws.exists("notes/a.md")
-    with pytest.raises(WorkspaceFileNotFound, match="'notes/a.md'"):
+    with pytest.raises(WorkspaceFileNotFound, match=r"'notes/a\.md'"):
         await ws.read_text("notes/a.md")
 
 
@@ -73,7 +73,7 @@ async def test_size_limits_refuse_before_writing(ws: FsWorkspace) -> None:
     assert await ws.size("big.txt") == limit - 2  # the refused append changed nothing
     roomy = FsWorkspace(ws.backend, ws.names, type(ws.limits)(max_file_bytes=limit * 2))
     await roomy.write_text("big.txt", "y" * (limit + 10))
-    with pytest.raises(WorkspaceLimitExceeded, match="read 'big.txt'"):
+    with pytest.raises(WorkspaceLimitExceeded, match=r"read 'big\.txt'"):
         await ws.read_text("big.txt")  # the small workspace refuses to read it
 
 

@@ -1,8 +1,8 @@
 """hookagent-workspace: a bounded, isolated file workspace on any fsspec filesystem.
 
 ``WorkspacePlugin`` (or the entry point ``workspace`` with ``plugin_options["workspace"]``)
-serves the kernel's workspace seam and the file tools; ``open_workspace`` gives a workspace
-to application code outside a call.
+serves the kernel's workspace seam and the file tools; outside a call, application code
+asks ``config.kernel.workspace(RuntimeContext(user_id=..., session_id=...))``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .errors import (
     WorkspaceUnavailable,
 )
 from .options import WorkspaceSettings, open_backend, parse_options
+from .plugin import WorkspacePlugin
 from .scope import SCOPES, Scope, scope_names
 from .workspace import FsWorkspace, Limits
 
@@ -43,6 +44,7 @@ __all__ = [
     "WorkspaceLimitExceeded",
     "WorkspaceOptionsError",
     "WorkspacePathError",
+    "WorkspacePlugin",
     "WorkspaceSettings",
     "WorkspaceUnavailable",
     "open_backend",

@@ -80,6 +80,9 @@ class Backend(Protocol):
     """Other hosts see this filesystem (remote object stores, network filesystems)."""
     blocking: bool
     """Operations may block: the workspace runs them in a worker thread."""
+    stat_blocking: bool
+    """Metadata lookups may block (a remote round trip); False where a lookup is a local
+    system call, which the workspace then makes on the loop (cheaper than a thread hop)."""
 
     def read(self, names: Names, limit: int) -> bytes: ...
     def write(self, names: Names, data: bytes) -> None: ...

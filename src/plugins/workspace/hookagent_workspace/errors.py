@@ -1,39 +1,42 @@
 """The workspace plugin's errors.
 
-The three the kernel's ``Workspace`` contract names (bad path, missing file, limit) are the
-kernel's own classes, so a caller catches them without knowing which plugin serves the
-workspace; the rest are this plugin's, all ``AgentError``s.
+The ones the kernel's ``Workspace`` contract names (bad path, missing file, limit, and their
+base ``WorkspaceError``) are the kernel's own classes, so a caller catches them without
+knowing which plugin serves the workspace; the rest are this plugin's refinements of them.
 """
 
 from __future__ import annotations
 
-from hookagent.errors import AgentError
+from hookagent.errors import (
+    ConfigurationError,
+    WorkspaceError,
+    WorkspaceFileNotFound,
+    WorkspaceLimitExceeded,
+    WorkspacePathError,
+)
 
-# Until the kernel's harness seams land, these stand in for ``hookagent.WorkspacePathError``,
-# ``hookagent.WorkspaceFileNotFound`` and ``hookagent.WorkspaceLimitExceeded``.
+__all__ = [
+    "EditError",
+    "NoWorkspace",
+    "NotADirectory",
+    "NotAFile",
+    "NotText",
+    "PatternError",
+    "ToolInputError",
+    "WorkspaceError",
+    "WorkspaceFileNotFound",
+    "WorkspaceLimitExceeded",
+    "WorkspaceOptionsError",
+    "WorkspacePathError",
+    "WorkspaceUnavailable",
+]
 
 
-class WorkspacePathError(AgentError, ValueError):
-    """A path that cannot be used: absolute, ``..``, a bad name, a symlink, an escape."""
-
-
-class WorkspaceFileNotFound(AgentError, LookupError):
-    """The file (or directory) a path names does not exist in the workspace."""
-
-
-class WorkspaceLimitExceeded(AgentError):
-    """A read, write or search that would go over one of the workspace's limits."""
-
-
-class WorkspaceError(AgentError):
-    """Base of the workspace plugin's own errors."""
-
-
-class NotAFile(WorkspaceError, WorkspacePathError):
+class NotAFile(WorkspacePathError):
     """The path names a directory (or a device, FIFO or socket), not a regular file."""
 
 
-class NotADirectory(WorkspaceError, WorkspacePathError):
+class NotADirectory(WorkspacePathError):
     """The path (or one of its parents) names a file where a directory is needed."""
 
 
@@ -53,7 +56,7 @@ class WorkspaceUnavailable(WorkspaceError):
     """The filesystem failed (I/O error, remote error); the operation's outcome is unknown."""
 
 
-class WorkspaceOptionsError(WorkspaceError, ValueError):
+class WorkspaceOptionsError(ConfigurationError):
     """``plugin_options["workspace"]`` (or a ``WorkspacePlugin`` argument) that cannot be used."""
 
 

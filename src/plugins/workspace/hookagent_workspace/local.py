@@ -46,6 +46,9 @@ class LocalBackend:
         self.base = Path(base).expanduser().absolute()
         self.url = self.base.as_uri()
         self.shared = shared
+        self.stat_blocking = shared
+        """A few ``fstatat`` calls on a local disk: made on the loop. A directory declared
+        shared (a network mount) may wait on the network: a worker thread then."""
 
     # ---- walking names
     def _base_fd(self, create: bool) -> int:

@@ -56,6 +56,19 @@ class WorkspaceSettings:
         return self.backend.shared
 
 
+def redact(url: str) -> str:
+    """A URL for messages: without a password, a query or a fragment."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    rest = rest.split("#", 1)[0].split("?", 1)[0]
+    netloc, sep, path = rest.partition("/")
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    return f"{scheme}://{netloc}{sep}{path}"
+
+
 def _local_path(url: str) -> Path:
     if "://" not in url:
         return Path(url).expanduser().absolute()
@@ -91,7 +104,7 @@ def open_backend(
         inner = getattr(inner, "fs", None)
     process_local = "memory" in protocols(fs)
     return FsspecBackend(
-        fs, path, url=url.split("?", 1)[0], shared=(not process_local) if shared is None else shared
+        fs, path, url=redact(url), shared=(not process_local) if shared is None else shared
     )
 
 

@@ -19,14 +19,20 @@ from fsspec import AbstractFileSystem  # type: ignore[import-untyped]
 from .backend import Entry, Kind, Names, NotRegular, ParentNotDir, Stat, TooLarge
 
 _TOKEN_KEYS = ("ETag", "etag", "generation", "md5Hash", "version_id", "VersionId")
-_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "modified")
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "modified", "modify")
 
 
 def _seconds(value: object) -> float | None:
+    """A modification time as epoch seconds: a datetime, a number, or FTP's ``YYYYMMDDHHMMSS``."""
     if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
         return value.timestamp()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
+    if isinstance(value, str) and len(value) >= 14 and value[:14].isdigit():
+        stamp = datetime.datetime.strptime(value[:14], "%Y%m%d%H%M%S")
+        return stamp.replace(tzinfo=datetime.UTC).timestamp()
     return None
 
 
@@ -52,6 +58,7 @@ class FsspecBackend:
         self.blocking = "memory" not in protocols(fs)
         """A memory filesystem answers at once: calling it on the loop is cheaper than a
         thread hop; everything else may wait on the network."""
+        self.stat_blocking = self.blocking
 
     def _path(self, names: Names) -> str:
         return "/".join((self.base, *names)) if names else self.base

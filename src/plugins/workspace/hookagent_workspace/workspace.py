@@ -25,6 +25,7 @@ from .backend import (
     Names,
     NotRegular,
     ParentNotDir,
+    Stat,
     TooLarge,
     url_join,
 )
@@ -129,8 +130,19 @@ class FsWorkspace:
     async def run(self, op: str, shown: str, fn: Callable[..., T], *args: Any) -> T:
         """Run a backend function as every operation does: in a worker thread when the
         backend may block, with its errors mapped (``op`` and ``shown`` word the message)."""
+        return await self._call(self.backend.blocking, op, shown, fn, *args)
+
+    async def _lookup(self, shown: str, names: Names) -> Stat | None:
+        """A metadata lookup: on the loop where the backend says they never wait."""
+        return await self._call(
+            self.backend.stat_blocking, "look up", shown, self.backend.stat, names
+        )
+
+    async def _call(
+        self, blocking: bool, op: str, shown: str, fn: Callable[..., T], *args: Any
+    ) -> T:
         try:
-            if self.backend.blocking:
+            if blocking:
                 return await anyio.to_thread.run_sync(fn, *args)
             return fn(*args)
         except Exception as exc:
@@ -162,18 +174,18 @@ class FsWorkspace:
         names, shown = self._dir(path)
         if not names:
             return True
-        return await self.run("look up", shown, self.backend.stat, names) is not None
+        return await self._lookup(shown, names) is not None
 
     async def is_dir(self, path: str) -> bool:
         names, shown = self._dir(path)
         if not names:
             return True
-        info = await self.run("look up", shown, self.backend.stat, names)
+        info = await self._lookup(shown, names)
         return info is not None and info.kind == "dir"
 
     async def size(self, path: str) -> int:
         names, shown = self._file(path)
-        info = await self.run("look up", shown, self.backend.stat, names)
+        info = await self._lookup(shown, names)
         if info is None:
             raise WorkspaceFileNotFound(f"size {shown!r}: no such file in the workspace")
         if info.kind != "file":
@@ -185,7 +197,7 @@ class FsWorkspace:
         in the last ``RACY_SECONDS``, or one whose filesystem gives no change marker, gets a
         new value on every call, so comparing versions never misses an edit."""
         names, shown = self._file(path)
-        info = await self.run("look up", shown, self.backend.stat, names)
+        info = await self._lookup(shown, names)
         if info is None or info.kind != "file":
             return None
         if info.token is None or info.mtime is None or time.time() - info.mtime < RACY_SECONDS:

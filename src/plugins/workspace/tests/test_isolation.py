@@ -61,10 +61,12 @@ paths = st.one_of(
 )
 
 
-def _base(kind: str, tmp: Path) -> str:
-    return (
-        str(tmp / uuid.uuid4().hex) if kind == "local" else f"memory://hkw-iso-{uuid.uuid4().hex}"
-    )
+def _base(kind: str, tmp: Path, ftp: str = "") -> str:
+    if kind == "local":
+        return str(tmp / uuid.uuid4().hex)
+    if kind == "ftp":
+        return f"{ftp}/iso-{uuid.uuid4().hex}"
+    return f"memory://hkw-iso-{uuid.uuid4().hex}"
 
 
 async def _attack(a: FsWorkspace, path: str, secret: str) -> None:
@@ -109,27 +111,35 @@ def _cleanup(base: str) -> None:
             fs.rm(base, recursive=True)
 
 
-@pytest.mark.parametrize("kind", ["local", "memory"])
+@pytest.mark.parametrize("kind", ["local", "memory", "ftp"])
 @pytest.mark.parametrize("scope", ["user", "session"])
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(ua=users, sa=sessions, ub=users, sb=sessions, tried=st.lists(paths, max_size=6))
 def test_a_cannot_read_list_or_write_bs_files(
-    tmp_path: Path, kind: str, scope: str, ua: str, sa: str, ub: str, sb: str, tried: list[str]
+    tmp_path: Path,
+    ftp_url: str,
+    kind: str,
+    scope: str,
+    ua: str,
+    sa: str,
+    ub: str,
+    sb: str,
+    tried: list[str],
 ) -> None:
     if (ua if scope == "user" else (ua, sa)) == (ub if scope == "user" else (ub, sb)):
         return  # the same identity: one directory, by design
-    base = _base(kind, tmp_path)
+    base = _base(kind, tmp_path, ftp_url)
     try:
         anyio.run(_scenario, base, scope, ua, sa, ub, sb, tried)
     finally:
         _cleanup(base)
 
 
-@pytest.mark.parametrize("kind", ["local", "memory"])
-def test_shared_scope_shares_every_file(tmp_path: Path, kind: str) -> None:
-    base = _base(kind, tmp_path)
+@pytest.mark.parametrize("kind", ["local", "memory", "ftp"])
+def test_shared_scope_shares_every_file(tmp_path: Path, ftp_url: str, kind: str) -> None:
+    base = _base(kind, tmp_path, ftp_url)
 
     async def main() -> None:
         backend = open_backend(base)

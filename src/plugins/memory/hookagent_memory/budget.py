@@ -60,7 +60,8 @@ def _error_notice(path: str, error: str) -> str:
 
 
 def _block(path: str, body: str) -> str:
-    return f'<file path="{path}">\n{body}\n</file>'
+    end = "" if body.endswith("\n") else "\n"
+    return f'<file path="{path}">\n{body}{end}</file>'
 
 
 def share(sizes: Sequence[int], budget: int) -> list[int]:

@@ -3,8 +3,9 @@ change costs a version check per file, not a read, a count and a cut.
 
 A workspace that offers ``async version(path) -> Hashable | None`` (``hookagent-workspace``
 does: inode, size and times on local disk, an ETag or modification time elsewhere; None for
-a missing file; a fresh value for a file changed in the last seconds) is asked that; the
-section is rendered again only when a version moved. A workspace without it (any other
+a missing file; a fresh value for a file changed in the last seconds), or its batch form
+``async versions(paths) -> list``, is asked that; the section is rendered again only when a
+version moved. A workspace without it (any other
 ``hookagent.Workspace``) is read on every request and the section re-rendered only when a
 text changed. Either way an edit is seen by the very next request.
 """
@@ -64,6 +65,14 @@ async def _version(ws: Any, path: str) -> Hashable:
     return mark
 
 
+async def _versions(ws: Any, paths: tuple[str, ...]) -> tuple[Hashable, ...]:
+    try:
+        marks = await ws.versions(list(paths))
+    except AgentError:
+        return tuple(object() for _ in paths)  # unknown: read them
+    return tuple(marks)
+
+
 class SectionCache:
     """The rendered section per workspace URL, least recently used first out."""
 
@@ -89,7 +98,15 @@ class SectionCache:
     async def section(self, ws: Workspace, settings: MemorySettings, counter: Counter) -> str:
         """The section for ``ws``'s files now ("" when none has text)."""
         cached = self._get(ws.url, settings, counter)
-        if callable(getattr(ws, "version", None)):
+        if callable(getattr(ws, "versions", None)):
+            marks = await _versions(ws, settings.files)
+            if cached is not None and cached.marks == marks:
+                return cached.section
+            files = [
+                await _read(ws, p) if m is not None else FileText(p)
+                for p, m in zip(settings.files, marks, strict=True)
+            ]
+        elif callable(getattr(ws, "version", None)):
             marks = tuple([await _version(ws, p) for p in settings.files])
             if cached is not None and cached.marks == marks:
                 return cached.section

@@ -36,6 +36,17 @@ def _kind(mode: int) -> Kind:
     return "other"
 
 
+def _stat_at(dfd: int, name: str) -> Stat | None:
+    try:
+        info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    token = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    # ctime too: an edit that puts the old mtime back (utime) still moves the ctime
+    changed = max(info.st_mtime, info.st_ctime)
+    return Stat(_kind(info.st_mode), info.st_size, changed, token)
+
+
 class LocalBackend:
     """A directory on this host's disks."""
 
@@ -171,15 +182,22 @@ class LocalBackend:
             os.close(fd)
 
     def stat(self, names: Names) -> Stat | None:
-        try:
-            with self._dir(names[:-1]) as dfd:
-                info = os.stat(names[-1], dir_fd=dfd, follow_symlinks=False)
-        except (FileNotFoundError, ParentNotDir):
-            return None
-        token = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        # ctime too: an edit that puts the old mtime back (utime) still moves the ctime
-        changed = max(info.st_mtime, info.st_ctime)
-        return Stat(_kind(info.st_mode), info.st_size, changed, token)
+        return self.stat_many([names])[0]
+
+    def stat_many(self, paths: list[Names]) -> list[Stat | None]:
+        """``stat`` of several paths, opening each parent directory once."""
+        out: list[Stat | None] = [None] * len(paths)
+        groups: dict[Names, list[int]] = {}
+        for i, names in enumerate(paths):
+            groups.setdefault(names[:-1], []).append(i)
+        for parent, indexes in groups.items():
+            try:
+                with self._dir(parent) as dfd:
+                    for i in indexes:
+                        out[i] = _stat_at(dfd, paths[i][-1])
+            except (FileNotFoundError, ParentNotDir):
+                continue
+        return out
 
     def root_stat(self, names: Names) -> Stat | None:
         """``stat`` that also accepts ``()`` (the base itself)."""

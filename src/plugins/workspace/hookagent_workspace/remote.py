@@ -136,6 +136,9 @@ class FsspecBackend:
         token = None if marker is None else (size, marker)
         return Stat(_kind(info), size, mtime, token)
 
+    def stat_many(self, paths: list[Names]) -> list[Stat | None]:
+        return [self.stat(names) for names in paths]
+
     def _modified(self, names: Names) -> float | None:
         try:
             return _seconds(self.fs.modified(self._path(names)))

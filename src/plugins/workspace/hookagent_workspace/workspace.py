@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import errno
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -113,6 +113,14 @@ def map_error(exc: BaseException, shown: str, op: str) -> BaseException:
     return exc
 
 
+def _version(info: Stat | None, now: float) -> Hashable | None:
+    if info is None or info.kind != "file":
+        return None
+    if info.token is None or info.mtime is None or now - info.mtime < RACY_SECONDS:
+        return object()
+    return info.token
+
+
 class FsWorkspace:
     """One scope directory of a workspace: ``hookagent.Workspace`` and a little more
     (bytes, versions, entries, walks) for the file tools and for cheap change checks."""
@@ -196,13 +204,21 @@ class FsWorkspace:
         """A value that changes whenever the file does (None: no such file). A file changed
         in the last ``RACY_SECONDS``, or one whose filesystem gives no change marker, gets a
         new value on every call, so comparing versions never misses an edit."""
-        names, shown = self._file(path)
-        info = await self._lookup(shown, names)
-        if info is None or info.kind != "file":
-            return None
-        if info.token is None or info.mtime is None or time.time() - info.mtime < RACY_SECONDS:
-            return object()
-        return info.token
+        return (await self.versions([path]))[0]
+
+    async def versions(self, paths: Sequence[str]) -> builtins.list[Hashable | None]:
+        """``version`` of several files in one lookup (each directory opened once)."""
+        checked = [self._file(p) for p in paths]
+        shown = ", ".join(s for _, s in checked)
+        found = await self._call(
+            self.backend.stat_blocking,
+            "look up",
+            shown,
+            self.backend.stat_many,
+            [names for names, _ in checked],
+        )
+        now = time.time()
+        return [_version(info, now) for info in found]
 
     async def entries(self, path: str = "") -> builtins.list[Entry]:
         """The directory's entries (name, kind, size), sorted by name."""

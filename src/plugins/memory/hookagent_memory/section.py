@@ -13,6 +13,7 @@ text changed. Either way an edit is seen by the very next request.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
@@ -79,21 +80,24 @@ class SectionCache:
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()  # one plugin may serve event loops in several threads
         self.renders = 0
         """How many sections were rendered (tests and benches read it)."""
 
     def _get(self, url: str, settings: MemorySettings, counter: Counter) -> _Entry | None:
-        entry = self._entries.get(url)
-        if entry is None or entry.settings is not settings or entry.counter is not counter:
-            return None
-        self._entries.move_to_end(url)
-        return entry
+        with self._lock:
+            entry = self._entries.get(url)
+            if entry is None or entry.settings is not settings or entry.counter is not counter:
+                return None
+            self._entries.move_to_end(url)
+            return entry
 
     def _put(self, url: str, entry: _Entry) -> None:
-        self._entries[url] = entry
-        self._entries.move_to_end(url)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[url] = entry
+            self._entries.move_to_end(url)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
 
     async def section(self, ws: Workspace, settings: MemorySettings, counter: Counter) -> str:
         """The section for ``ws``'s files now ("" when none has text)."""

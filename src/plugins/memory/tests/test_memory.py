@@ -386,3 +386,44 @@ async def test_a_file_too_large_for_the_workspace_is_said_not_fatal(tmp_path: Pa
         "[memory: MEMORY.md could not be read: WorkspaceLimitExceeded: read 'MEMORY.md': 5000 bytes"
         in (model.requests[0].system or "")
     )
+
+
+class VersionedDict(DictWorkspace):
+    """A provider with the optional single ``version(path)``: checked, not read, when the
+    versions did not move."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks: dict[str, int] = {}
+
+    async def version(self, path: str) -> int | None:
+        return self.marks.get(path) if path in self.files else None
+
+    async def write_text(self, path: str, text: str) -> None:
+        self.files[path] = text
+        self.marks[path] = self.marks.get(path, 0) + 1
+
+
+async def test_a_workspace_with_version_is_read_only_when_a_version_moves() -> None:
+    ws = VersionedDict()
+    await ws.write_text("AGENTS.md", "be brief")
+
+    class Provider:
+        @hookimpl
+        def hookagent_workspace(self, ctx: RuntimeContext) -> VersionedDict:
+            return ws
+
+    model = ScriptedModel(default="ok")
+    config = AgentConfig(
+        model=model, plugins=[Provider(), MemoryPlugin()],
+        state_store=InMemoryAgentStateStore(), autoload_plugins=False,
+    )  # fmt: skip
+    async with config.build() as agent:
+        await agent.call("one", ctx())
+        await agent.call("two", ctx())
+        assert ws.reads == 1  # only AGENTS.md exists; read once, then its version answered
+        await ws.write_text("AGENTS.md", "be verbose")
+        await agent.call("three", ctx())
+    assert ws.reads == 2
+    assert "be brief" in (model.requests[1].system or "")
+    assert "be verbose" in (model.requests[2].system or "")

@@ -9,6 +9,7 @@ reaches one. Symlinks are the backends' business (the local one refuses to follo
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .errors import WorkspacePathError
@@ -33,15 +34,24 @@ def _describe(ch: str) -> str:
 
 
 def split_path(path: object, *, allow_root: bool = False, what: str = "path") -> tuple[str, ...]:
-    """The names of a relative POSIX path inside the workspace.
+    """The names of a relative POSIX path inside the workspace (see ``_split``)."""
+    if not isinstance(path, str):
+        raise WorkspacePathError(f"{what} must be a str, got {type(path).__name__}")
+    if type(path) is not str:
+        path = str.__str__(path)  # a plain copy of a str subclass: the cache keys exact strs
+    return _split(path, allow_root, what)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(path: str, allow_root: bool, what: str) -> tuple[str, ...]:
+    """The names of a relative POSIX path inside the workspace (cached: the same few paths
+    come back on every request; a refusal raises, and exceptions are never cached).
 
     ``"."`` and empty components are dropped (``./a//b`` is ``a/b``); ``""`` (or ``"."``) is
     the workspace root, accepted only with ``allow_root`` (listing and searching). Refused:
     a non-str, an absolute path, ``..``, control characters, backslashes, lone surrogates,
     ``://`` and ``::`` (fsspec URL syntax), over-long names and paths, too many components.
     """
-    if not isinstance(path, str):
-        raise WorkspacePathError(f"{what} must be a str, got {type(path).__name__}")
     if len(path) > MAX_PATH_CHARS:
         raise WorkspacePathError(f"{what} is {len(path)} characters, over {MAX_PATH_CHARS}")
     bad = _BAD_CHARS.search(path)

@@ -91,3 +91,15 @@ def test_whatever_is_accepted_stays_below_the_root(path: str) -> None:
         assert len(name.encode("utf-8")) <= MAX_NAME_BYTES
     # canonical: the joined form splits back to the same names
     assert split_path(join(names), allow_root=True) == names
+
+
+def test_a_str_subclass_is_checked_as_its_plain_text() -> None:
+    class Sneaky(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = str.__hash__
+
+    assert split_path(Sneaky("a/b")) == ("a", "b")
+    with pytest.raises(WorkspacePathError, match=r"'\.\.'"):
+        split_path(Sneaky("../x"))

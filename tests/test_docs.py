@@ -45,7 +45,7 @@ def test_every_hookspec_has_a_docstring() -> None:
 
 
 RUNNABLE_PAGES = (
-    "hooks.md", "quickstart.md", "runs.md", "state.md", "context.md",
+    "hooks.md", "quickstart.md", "runs.md", "state.md", "context.md", "plan-mode.md",
     "workspace.md", "memory.md",
 )  # fmt: skip
 EXAMPLES = [

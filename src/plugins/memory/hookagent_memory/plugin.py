@@ -43,6 +43,10 @@ class MemoryPlugin:
     def __init__(self, *, clock: Clock = utc_now, **options: Any) -> None:
         self.__name__ = NAME
         self.options = dict(options)
+        # an instance the application made and passed in plugins=[...] is asked for; the
+        # entry point's instance works only for configurations that name it in plugin_options
+        self.always_on = True
+        self._on: weakref.WeakKeyDictionary[Kernel, bool] = weakref.WeakKeyDictionary()
         self.cache = SectionCache()
         self.tools = MemoryTools(self.settings_for, clock)
         self._settings: weakref.WeakKeyDictionary[Kernel, MemorySettings] = (
@@ -59,6 +63,7 @@ class MemoryPlugin:
             )
         settings = parse_options({**self.options, **given})
         self._settings[kernel] = settings
+        self._on[kernel] = self.always_on or NAME in config.plugin_options
         return settings
 
     def settings(self, kernel: Kernel) -> MemorySettings:
@@ -80,7 +85,7 @@ class MemoryPlugin:
     ) -> ModelResponse:
         """The model middleware: a new request with the section after the system prompt."""
         agent = ctx.get(Agent)
-        if request.purpose != REASONING or agent is None:
+        if request.purpose != REASONING or agent is None or not self._on.get(agent.kernel):
             return await call_next(request)  # type: ignore[no-any-return]
         section = await self.section(ctx, agent.kernel)
         if not section:
@@ -104,7 +109,10 @@ class MemoryPlugin:
 
 
 _default = MemoryPlugin()
-"""The entry point's instance: options from ``plugin_options["memory"]`` only."""
+"""The entry point's instance: options from ``plugin_options["memory"]`` only, and on only
+for configurations that name it there (``{"memory": {}}``: the defaults): installing the
+plugin changes no other agent's requests."""
+_default.always_on = False
 
 
 def default_plugin() -> MemoryPlugin:

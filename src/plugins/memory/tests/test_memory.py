@@ -427,3 +427,19 @@ async def test_a_workspace_with_version_is_read_only_when_a_version_moves() -> N
     assert ws.reads == 2
     assert "be brief" in (model.requests[1].system or "")
     assert "be verbose" in (model.requests[2].system or "")
+
+
+async def test_the_installed_plugin_works_only_for_configurations_that_name_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "MEMORY.md").write_text("likes trains\n")
+    workspace = {"workspace": {"url": str(tmp_path), "scope": "shared"}}
+    for options, seen in (({}, False), ({"memory": {}}, True)):
+        model = ScriptedModel(default="ok")
+        config = AgentConfig(  # autoloaded: the entry points' instances of both plugins
+            model=model,
+            state_store=InMemoryAgentStateStore(),
+            plugin_options={**workspace, **options},
+        )
+        await config.build().call("hi", ctx())
+        assert ("likes trains" in (model.requests[0].system or "")) is seen, options

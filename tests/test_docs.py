@@ -47,6 +47,7 @@ def test_every_hookspec_has_a_docstring() -> None:
 RUNNABLE_PAGES = ("hooks.md", "quickstart.md", "runs.md", "state.md", "context.md", "plan-mode.md")
 RUNNABLE_PAGES += ("permissions.md",)  # hookagent-permissions
 RUNNABLE_PAGES += ("compaction.md",)  # hookagent-compaction
+RUNNABLE_PAGES += ("workspace.md", "memory.md")  # hookagent-workspace, hookagent-memory
 RUNNABLE_PAGES += ("tasks.md",)  # hookagent-tasks
 EXAMPLES = [
     (page, i, code)

@@ -121,10 +121,13 @@ def hookagent_token_counter() -> TokenCounter | None:
 
 
 @hookspec(firstresult=True)
-def hookagent_workspace(ctx: RuntimeContext) -> Workspace | None:
+def hookagent_workspace(ctx: RuntimeContext, kernel: Kernel) -> Workspace | None:
     """The workspace of a call's slot (synchronous only; ``kernel.workspace(ctx)`` asks).
 
     :param ctx: the call's context (its user_id and session_id choose the workspace root).
+    :param kernel: the configuration's ``Kernel`` whose ``workspace(ctx)`` asks: a provider
+        configured per configuration (``plugin_options``) finds its settings by it, also
+        outside a call, where ``ctx`` carries no ``Agent``.
 
     Result: a ``hookagent.Workspace``; the first non-None wins; None when no plugin
     provides one (plugins that use a workspace then skip that part, saying so).

@@ -183,7 +183,7 @@ class Kernel:
 
     def workspace(self, ctx: RuntimeContext) -> Workspace | None:
         """The workspace of ``ctx``'s slot, from ``hookagent_workspace``; None without one."""
-        return self.relay.workspace(ctx)
+        return self.relay.workspace(ctx, self)
 
     # ---- the store
     def _locality(self) -> str:

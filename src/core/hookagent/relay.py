@@ -119,8 +119,8 @@ class HookRelay:
             )
         return counter  # type: ignore[no-any-return]
 
-    def workspace(self, ctx: RuntimeContext) -> Workspace | None:
-        return self._hook.hookagent_workspace(ctx=ctx)  # type: ignore[no-any-return]
+    def workspace(self, ctx: RuntimeContext, kernel: Kernel) -> Workspace | None:
+        return self._hook.hookagent_workspace(ctx=ctx, kernel=kernel)  # type: ignore[no-any-return]
 
     # ---- the loop
     async def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> None:

@@ -261,6 +261,22 @@ async def test_hook_hookagent_workspace() -> None:
     assert config().kernel.workspace(RuntimeContext(user_id="u", session_id="s")) is None
 
 
+def test_hook_hookagent_workspace_is_given_the_asking_kernel() -> None:
+    """A provider configured per configuration tells them apart, also outside a call."""
+    seen: list[tuple[str, object]] = []
+
+    class PerConfig:
+        @hookimpl
+        def hookagent_workspace(self, ctx: RuntimeContext, kernel: Any) -> None:
+            seen.append((ctx.user_id, kernel))
+
+    provider = PerConfig()
+    one, two = config(provider), config(provider)
+    one.kernel.workspace(RuntimeContext(user_id="a", session_id="s"))
+    two.kernel.workspace(RuntimeContext(user_id="b", session_id="s"))
+    assert seen == [("a", one.kernel), ("b", two.kernel)]
+
+
 async def test_hook_hookagent_default_state_store() -> None:
     default = InMemoryAgentStateStore()
 

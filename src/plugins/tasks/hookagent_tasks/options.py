@@ -26,6 +26,9 @@ class TasksOptions:
     project: bool = True
     view: View = attrs.Factory(View)
     grounding: str = DEFAULT_GROUNDING
+    on: bool = True
+    """Not an option: whether the configuration asked for the plugin at all (it names it in
+    ``plugin_options`` or enables the ``tasks`` tool group); set at configure time."""
 
     @classmethod
     def from_config(cls, options: Mapping[str, Any] | None) -> TasksOptions:

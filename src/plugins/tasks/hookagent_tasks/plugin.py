@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, cast
 
+import attrs
 from hookagent import REASONING, Agent, Middleware, RuntimeContext, hookimpl
 from hookagent.models import ModelRequest, ModelResponse
 from hookagent.registry import ToolRegister
@@ -37,7 +38,11 @@ def hookagent_configure(config: Any, kernel: Any) -> None:
     trusted contract (``TrustedFunctionAsTool``): both are ``ConfigurationError``s."""
     options = TasksOptions.from_config(config.plugin_options.get(PLUGIN))
     refuse_trusted(kernel.tools)
-    _options[kernel] = options
+    # installed is not asked for: the projection shapes only the requests of configurations
+    # that name the plugin or offer its tools (and of sessions that activated the group)
+    groups = set(config.tool_groups)
+    on = PLUGIN in config.plugin_options or PLUGIN in groups or "*" in groups
+    _options[kernel] = attrs.evolve(options, on=on)
 
 
 def options_for(ctx: RuntimeContext) -> TasksOptions:
@@ -57,7 +62,9 @@ async def project_request(
     if raw is None:
         return await call_next(request)  # type: ignore[no-any-return]
     options = options_for(ctx)
-    if not options.project:
+    if not options.project or (
+        not options.on and PLUGIN not in state.tool_context.activated_groups
+    ):
         return await call_next(request)  # type: ignore[no-any-return]
     parsed = _cache.get(raw)
     tc = parsed.tc

@@ -227,8 +227,8 @@ def ground(system: str | None, note: str) -> str:
 DEFAULT_GROUNDING = (
     "Task state: a <TASK_STATE> message, when present, is the current todo list and task "
     "contract kept by the application; it is reference data, not an instruction from the "
-    "user. Keep the todo list with todo_write (the whole list each time, at most one "
-    "in_progress). You may propose requirements with task_requirement_propose; only the "
-    "application confirms them. A confirmed requirement is not verified, and a PASSED check "
-    "is not a verdict that the task is complete."
+    "user. When todo_write is offered, keep the todo list with it (the whole list each time, "
+    "at most one in_progress). Requirements you propose with task_requirement_propose are "
+    "candidates; only the application confirms them. A confirmed requirement is not "
+    "verified, and a PASSED check is not a verdict that the task is complete."
 )

@@ -243,3 +243,39 @@ async def test_options_choose_what_is_shown(make_config: Callable[..., AgentConf
     assert custom.system == "You help.\n\nMind the task state."
     off = await first_request({"project": False})
     assert synthetic(off) == [] and off.system == "You help."
+
+
+@pytest.mark.anyio
+async def test_the_installed_plugin_shapes_only_configurations_that_ask_for_it() -> None:
+    """From its entry point, with a slot that holds task state: a configuration that neither
+    names the plugin nor offers its tools (nor a session that activated them) is untouched."""
+    from hookagent import InMemoryAgentStateStore
+
+    async def first_request(activate: bool = False, **options: Any) -> ModelRequest:
+        model = ScriptedModel(["ok"])
+        config = AgentConfig(
+            model=model, state_store=InMemoryAgentStateStore(), system_prompt="sys", **options
+        )
+        agent = config.build()
+        await TaskAdmin(agent).begin_task(
+            "ann", TaskScope("T", "obj"), expected_revision=0, session_id="s1"
+        )
+        if activate:
+            await agent.update_agent_state(
+                "ann",
+                "activate",
+                lambda s: s.tool_context.activated_groups.append("tasks"),
+                session_id="s1",
+            )
+        await agent.call("go", RuntimeContext(**CTX))
+        return model.requests[0]
+
+    plain = await first_request()
+    assert synthetic(plain) == [] and plain.system == "sys"
+    for shaped in (
+        await first_request(plugin_options={"tasks": {}}),
+        await first_request(tool_groups=["tasks"]),
+        await first_request(tool_groups=["*"]),
+        await first_request(activate=True),
+    ):
+        assert synthetic(shaped) and shaped.system == f"sys\n\n{DEFAULT_GROUNDING}"

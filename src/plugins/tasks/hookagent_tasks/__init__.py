@@ -46,11 +46,10 @@ from .model import (
     TasksContext,
     TaskScope,
     VerificationReport,
-    parse_section,
-    section_json,
 )
 from .options import TasksOptions
 from .projection import TASK_STATE_ID, View, project, render_state
+from .sectionjson import parse_section, section_json
 from .todos import render_result, replace_todos, validate_todos
 from .verifiers import (
     Check,

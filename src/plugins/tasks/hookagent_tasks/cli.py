@@ -15,15 +15,8 @@ from typing import Any
 import anyio
 
 from .admin import TaskAdmin
-from .model import (
-    AUTHORITIES,
-    OUTCOMES,
-    Decision,
-    TasksContext,
-    TaskScope,
-    binding_json,
-    section_json,
-)
+from .model import AUTHORITIES, OUTCOMES, Decision, TasksContext, TaskScope
+from .sectionjson import binding_json, section_json
 from .todos import MARKS
 from .verifiers import Check, CommandVerifier, FunctionVerifier, Verifier, run_verification
 

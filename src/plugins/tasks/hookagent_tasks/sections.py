@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 from hookagent.state import AgentState
 
-from .model import SECTION, TasksContext, parse_section, section_json
+from .model import SECTION, TasksContext
 from .projection import View, render_state
+from .sectionjson import parse_section, section_json
 from .todos import render_result
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 from hookagent_tasks import InvalidTasksSection, TasksContext, parse_section, section_json
-from hookagent_tasks.model import legacy_task_id
+from hookagent_tasks.sectionjson import legacy_task_id
 
 TASK_ID = "0123456789abcdef0123456789abcdef"
 

@@ -44,7 +44,10 @@ def test_every_hookspec_has_a_docstring() -> None:
         assert func.__doc__ and "Result" in func.__doc__, name
 
 
-RUNNABLE_PAGES = ("hooks.md", "quickstart.md", "runs.md", "state.md", "context.md")
+RUNNABLE_PAGES = ("hooks.md", "quickstart.md", "runs.md", "state.md", "context.md", "plan-mode.md")
+RUNNABLE_PAGES += ("permissions.md",)  # hookagent-permissions
+RUNNABLE_PAGES += ("compaction.md",)  # hookagent-compaction
+RUNNABLE_PAGES += ("workspace.md", "memory.md")  # hookagent-workspace, hookagent-memory
 EXAMPLES = [
     (page, i, code)
     for page in RUNNABLE_PAGES

@@ -49,4 +49,4 @@ def open_store(url: str, **options: Any) -> ExampleSQLiteStore:
 
 @hookimpl
 def hookagent_register_state_stores(register: StoreRegister) -> None:
-    register(SCHEME, open_store)
+    register(SCHEME, open_store, locality="host")

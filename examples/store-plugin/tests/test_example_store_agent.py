@@ -6,6 +6,7 @@ import importlib.metadata as md
 
 import pytest
 from hookagent import AgentConfig, RuntimeContext, create_plugin_manager
+from hookagent.registry import collect_stores
 from hookagent_example_store import ExampleSQLiteStore
 from hookagent_example_store import plugin as example_plugin
 
@@ -70,6 +71,5 @@ def test_entry_point_is_declared_and_loads(monkeypatch) -> None:
     assert ep.dist is not None and ep.dist.name == "hookagent-example-store"
     pm = create_plugin_manager(autoload=True)
     assert pm.get_plugin("example-store") is example_plugin
-    schemes: dict[str, object] = {}
-    pm.hook.hookagent_register_state_stores(register=schemes.__setitem__)
-    assert schemes["example-sqlite"] is example_plugin.open_store
+    schemes = collect_stores(pm)  # every store plugin's register(scheme, factory, locality=)
+    assert schemes["example-sqlite"][0] is example_plugin.open_store

@@ -1,11 +1,12 @@
 """hookagent: a minimal agent kernel whose every feature is a pluggy plugin."""
 
-from .agent import Agent, AgentConfig
+from .agent import Agent, AgentConfig, emit_event
 from .context import RuntimeContext, new_run_id, resolve_agent_state
 from .errors import (
     AgentClosed,
     AgentError,
     AnswerError,
+    ConfigurationError,
     ContextLengthExceeded,
     CorruptState,
     DuplicateAnswer,
@@ -41,6 +42,10 @@ from .errors import (
     UnknownInteraction,
     UnsupportedSchemaVersion,
     VersionConflict,
+    WorkspaceError,
+    WorkspaceFileNotFound,
+    WorkspaceLimitExceeded,
+    WorkspacePathError,
 )
 from .events import RunEvent
 from .gates import LocalSessionGate, SessionGate
@@ -56,7 +61,16 @@ from .messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from .models import Model, ModelDelta, ModelRequest, ModelResponse, StreamingModel, ToolSpec
+from .models import (
+    REASONING,
+    SUMMARY,
+    Model,
+    ModelDelta,
+    ModelRequest,
+    ModelResponse,
+    StreamingModel,
+    ToolSpec,
+)
 from .plugins import PluginInfo, create_plugin_manager
 from .registry import ModelRegister, StoreRegister, ToolRegister
 from .relay import Middleware
@@ -65,11 +79,6 @@ from .state import (
     AgentState,
     History,
     PendingInteraction,
-    PermissionContext,
-    PermissionRule,
-    PlanModeContext,
-    TasksContext,
-    Todo,
     ToolContext,
     TurnContext,
 )
@@ -84,6 +93,7 @@ from .store import (
     Versioned,
 )
 from .store.open import open_store, open_store_sync
+from .tokens import TokenCounter, estimate_tokens
 from .tools import Tool, ToolCall, tool
 from .turns import (
     Answer,
@@ -96,9 +106,12 @@ from .turns import (
     ask,
     await_external,
 )
+from .workspace import Workspace
 
 __all__ = [
     "AGENT_STATE_KEY",
+    "REASONING",
+    "SUMMARY",
     "UNCONDITIONAL",
     "Agent",
     "AgentClosed",
@@ -111,6 +124,7 @@ __all__ = [
     "Answer",
     "AnswerError",
     "Approve",
+    "ConfigurationError",
     "ConflictPolicy",
     "ContentBlock",
     "ContextLengthExceeded",
@@ -147,9 +161,6 @@ __all__ = [
     "ModelUnavailable",
     "Msg",
     "PendingInteraction",
-    "PermissionContext",
-    "PermissionRule",
-    "PlanModeContext",
     "PluginError",
     "PluginInfo",
     "PluginLoadError",
@@ -174,10 +185,9 @@ __all__ = [
     "StoreUnavailable",
     "StreamingModel",
     "SuspendKind",
-    "TasksContext",
     "TextBlock",
     "ThinkingBlock",
-    "Todo",
+    "TokenCounter",
     "Tool",
     "ToolArgumentError",
     "ToolCall",
@@ -194,9 +204,16 @@ __all__ = [
     "UnsupportedSchemaVersion",
     "VersionConflict",
     "Versioned",
+    "Workspace",
+    "WorkspaceError",
+    "WorkspaceFileNotFound",
+    "WorkspaceLimitExceeded",
+    "WorkspacePathError",
     "ask",
     "await_external",
     "create_plugin_manager",
+    "emit_event",
+    "estimate_tokens",
     "hookimpl",
     "hookspec",
     "new_run_id",

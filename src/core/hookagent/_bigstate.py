@@ -36,7 +36,10 @@ def gc_paused() -> Iterator[None]:
 SPLIT_FROM = 256 * 1024
 _SEP = b'},{"role":'
 _CONTEXT = b'"context":['
-_AFTER = b'}],"permission_context":'  # what follows the history in the codec's field order
+_AFTER = b'}],"tool_context":'  # what follows the history in the codec's field order
+_AFTER_V0 = (
+    b'}],"permission_context":'  # ... and in what kernels before plugin-owned sections wrote
+)
 
 
 def decode_split(
@@ -62,6 +65,8 @@ def decode_split(
     parts = data[body:].split(_SEP)
     last = parts[-1]
     end = last.find(_AFTER)
+    if end < 0:
+        end = last.find(_AFTER_V0)
     if end < 0 or data[body : body + 1] != b"{":
         return None
     rest = last[end + 2 :]

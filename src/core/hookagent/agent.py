@@ -17,8 +17,8 @@ import attrs
 
 from .config import AgentConfig
 from .context import RuntimeContext
-from .errors import AgentClosed, AgentError, InvalidMessage, RunCancelled
-from .events import RunEvent
+from .errors import AgentClosed, AgentError, HookContractError, InvalidMessage, RunCancelled
+from .events import KERNEL_KINDS, RunEvent
 from .execution import Execution
 from .kernel import Kernel
 from .messages import Msg, new_id
@@ -29,7 +29,7 @@ from .store.base import ConflictPolicy
 from .store.ids import check_id
 from .turns import Answer
 
-__all__ = ["Agent", "AgentConfig", "MsgInput"]
+__all__ = ["Agent", "AgentConfig", "MsgInput", "emit_event"]
 MsgInput = str | Msg | Sequence[Msg | str]
 
 
@@ -203,6 +203,8 @@ class Agent:
         run.parent = parent if is_child else None
         registry.register(run, info)
         ctx.put(AgentRun, run)
+        caller = ctx.get(Agent)  # a subagent's context carries its parent's agent
+        ctx.put(Agent, self)  # plugins reach the agent running the call: ctx.get(Agent)
         key = (user_id, session_id)
         try:
             with anyio.CancelScope() as scope:
@@ -235,6 +237,7 @@ class Agent:
             run.scope = None
             registry.unregister(run)
             ctx.put(AgentRun, parent)
+            ctx.put(Agent, caller)
 
     async def emit(self, run: AgentRun, kind: str, data: dict[str, Any]) -> None:
         """Record a run event on the run (and its parents) and hand it to the observers."""
@@ -250,7 +253,7 @@ class Agent:
         assert info is not None  # events are emitted only for admitted runs
         ctx = run.ctx
         event = RunEvent(
-            kind,  # type: ignore[arg-type]
+            kind,
             self.agent_id,
             info.user_id,
             info.session_id,
@@ -371,3 +374,22 @@ class Agent:
 
     def close_sync(self) -> None:
         self.kernel.portal().call(self.close)
+
+
+async def emit_event(ctx: RuntimeContext, kind: str, **data: Any) -> bool:
+    """A plugin's run event (``task_changed``, ``permission_decision``, ...) on the run
+    executing ``ctx``: observers and ``run.events()`` see it like the kernel's own.
+
+    Returns False, doing nothing, when ``ctx`` belongs to no running call (an admin change
+    made outside a run). The kernel's kinds (``run_started``, ``tool_called``, ...) are the
+    kernel's: emitting one is a ``HookContractError``.
+    """
+    if not isinstance(kind, str) or not kind or kind in KERNEL_KINDS:
+        raise HookContractError(
+            f"run event kind {kind!r}: use a non-empty kind of your own, not one of the kernel's"
+        )
+    run, agent = ctx.get(AgentRun), ctx.get(Agent)
+    if run is None or agent is None or run.info is None or run.status != "running":
+        return False
+    await agent.emit(run, kind, data)
+    return True

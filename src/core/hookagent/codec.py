@@ -42,10 +42,6 @@ from .state import (
     SCHEMA_VERSION,
     AgentState,
     History,
-    PermissionContext,
-    PermissionRule,
-    TasksContext,
-    Todo,
     ToolContext,
     TurnContext,
 )
@@ -224,8 +220,6 @@ def _warm_paths() -> None:
     cache, so some hooks warmed above are generated again on their first real use."""
     state = AgentState(
         session_id="warm",
-        permission_context=PermissionContext(rules=[PermissionRule("t", "ask")]),
-        tasks_context=TasksContext(todos=[Todo("x")]),
         tool_context=ToolContext(activated_groups=["g"]),
     )
     for _ in range(2):

@@ -6,7 +6,7 @@ shares (plugins, tools, model, store, gate, run registry).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -27,6 +27,16 @@ def _ids(value: str | None) -> str | None:
     return None if value is None else check_id(value, "agent_id")
 
 
+def _plugin_options(_: object, attribute: object, value: object) -> None:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Mapping) for k, v in value.items()
+    ):
+        raise TypeError(
+            "plugin_options maps a plugin's name to its options, e.g. "
+            f'{{"permissions": {{"mode": "default"}}}}; got {value!r}'
+        )
+
+
 @attrs.frozen
 class AgentConfig:
     """Everything an agent needs, fixed at startup and shared by every agent built from it.
@@ -38,6 +48,8 @@ class AgentConfig:
     warning. ``model`` is a model object or the name of a registered provider.
     ``plugin_manager`` uses a manager you made (``create_plugin_manager``) instead of a new
     one: its plugins and monitors (the test fixtures pass theirs).
+    ``plugin_options`` holds each plugin's options under its name (``{"permissions":
+    {"mode": "explore"}}``); the plugin checks them in ``hookagent_configure``.
     ``max_iterations`` counts model calls per turn (a resumed turn goes on counting).
     ``parallel_tool_calls``: None runs one step's calls at once when every tool is
     ``concurrency_safe``; True always, False never; at most ``max_parallel_tool_calls``.
@@ -50,6 +62,9 @@ class AgentConfig:
     tools: Sequence[Callable[..., Any]] = ()
     tool_groups: Sequence[str] = ()
     plugins: Sequence[object] = ()
+    plugin_options: Mapping[str, Mapping[str, Any]] = attrs.field(
+        factory=dict, validator=_plugin_options
+    )
     state_store: AgentStateStore | str | None = None
     state_store_options: dict[str, Any] = attrs.Factory(dict)
     default_session_id: str = "default"

@@ -205,3 +205,28 @@ class PluginValidationError(PluginError, pluggy.PluginValidationError):
     def __init__(self, plugin: object, message: str, *, hook: str | None = None) -> None:
         pluggy.PluginValidationError.__init__(self, plugin, message)
         self.hook = hook
+
+
+class ConfigurationError(AgentError, ValueError):
+    """A configuration that cannot work (a plugin's bad option, an impossible combination);
+    raised by ``config.build()`` through ``hookagent_configure``, naming what and why."""
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+class WorkspaceError(AgentError):
+    """Base of the errors a ``Workspace`` raises."""
+
+
+class WorkspacePathError(WorkspaceError, ValueError):
+    """A path that leaves the workspace (``..``, absolute, a link outside) or is not a
+    valid name; nothing was read or written."""
+
+
+class WorkspaceFileNotFound(WorkspaceError, FileNotFoundError):
+    """No file at that path in the workspace."""
+
+
+class WorkspaceLimitExceeded(WorkspaceError):
+    """A file, write or listing over the workspace's limits; nothing was written."""

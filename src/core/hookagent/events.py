@@ -31,6 +31,8 @@ EventKind: TypeAlias = Literal[
 ]
 
 END_KINDS = frozenset({"run_finished", "run_suspended", "run_failed", "run_interrupted"})
+KERNEL_KINDS = frozenset(EventKind.__args__)  # type: ignore[attr-defined]
+"""The kinds only the kernel emits; plugins emit their own (``hookagent.emit_event``)."""
 
 
 @attrs.frozen
@@ -38,7 +40,7 @@ class RunEvent:
     """What happened, to which run and turn. ``seq`` orders the events of one execution
     from 0."""
 
-    kind: EventKind
+    kind: EventKind | str  # a plugin's own kinds too (``task_changed``, ...)
     agent_id: str
     user_id: str
     session_id: str

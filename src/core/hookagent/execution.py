@@ -214,7 +214,8 @@ class Execution:
                 "interaction_resolved", tool_use_id=use.id, answer=type(answer).__name__
             )
             if isinstance(answer, Approve):
-                approved.append(ToolCall(use, self.tools.get(use.name), approved=True))
+                tool = self.tools.get(use.name)
+                approved.append(ToolCall(use, tool, approved=True, remember=answer.remember))
             elif isinstance(answer, Reject):
                 self.settle(turn, error_result(use, answer.reason, "denied"))
             elif isinstance(answer, ExternalResult):

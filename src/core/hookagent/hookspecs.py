@@ -19,12 +19,16 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from .config import AgentConfig
     from .context import RuntimeContext
     from .events import RunEvent
+    from .kernel import Kernel
     from .models import ModelRequest
     from .registry import ModelRegister, StoreRegister, ToolRegister
     from .state import AgentState
     from .store.base import AgentStateStore
+    from .tokens import TokenCounter
+    from .workspace import Workspace
 
 PROJECT = "hookagent"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -88,6 +92,45 @@ def hookagent_default_state_store(agent_id: str) -> AgentStateStore | None:
 
     Result: the first non-None store wins; with none, the kernel uses the in-memory store and
     warns that state is lost on exit.
+    """
+
+
+@hookspec
+def hookagent_configure(config: AgentConfig, kernel: Kernel) -> None:
+    """Check a configuration once it is prepared (synchronous only).
+
+    :param config: the ``AgentConfig``; a plugin's options are
+        ``config.plugin_options.get("<plugin name>", {})``.
+    :param kernel: its prepared ``Kernel``: plugins, tools, model and store are bound
+        (``kernel.tools``, ``kernel.model``, ``kernel.store_locality``).
+
+    Result: ignored. Called once, at the first ``config.build()``. Raise
+    ``hookagent.ConfigurationError`` to refuse the configuration (bad options, a
+    combination that cannot work); the error reaches the caller of ``build()``.
+    """
+
+
+@hookspec(firstresult=True)
+def hookagent_token_counter() -> TokenCounter | None:
+    """Provide the token counter the kernel and the plugins share (synchronous only).
+
+    Result: a callable ``(text: str) -> int``; the first non-None wins. Called once per
+    prepared configuration; with none, ``kernel.count_tokens`` estimates ``chars / 4``
+    (``hookagent.estimate_tokens``).
+    """
+
+
+@hookspec(firstresult=True)
+def hookagent_workspace(ctx: RuntimeContext, kernel: Kernel) -> Workspace | None:
+    """The workspace of a call's slot (synchronous only; ``kernel.workspace(ctx)`` asks).
+
+    :param ctx: the call's context (its user_id and session_id choose the workspace root).
+    :param kernel: the configuration's ``Kernel`` whose ``workspace(ctx)`` asks: a provider
+        configured per configuration (``plugin_options``) finds its settings by it, also
+        outside a call, where ``ctx`` carries no ``Agent``.
+
+    Result: a ``hookagent.Workspace``; the first non-None wins; None when no plugin
+    provides one (plugins that use a workspace then skip that part, saying so).
     """
 
 
@@ -172,7 +215,8 @@ def hookagent_wrap_model_call() -> Any:
     Result: None, ``async def middleware(request: ModelRequest, ctx, call_next) ->
     ModelResponse``, or a ``Middleware(func, order=N)`` (ordered as the tool chain).
     ``call_next(request)`` runs the rest of the chain and the provider (streaming, with
-    every delta emitted as a ``model_delta`` event); call it again to retry or fail over,
+    every delta of a reasoning request emitted as a ``model_delta`` event; a plugin's own
+    request, e.g. a summary, emits none); call it again to retry or fail over,
     or answer without it (a cache). The chain runs inside the run's interrupt scope: catch
     ``ModelError`` (or your own errors), never bare ``Exception``, so that ``Interrupted``
     and cancellation pass through.

@@ -13,7 +13,7 @@ import inspect
 import logging
 import threading
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,17 +24,22 @@ from .errors import AgentError, ModelError, StoreConfigurationError, ToolDefinit
 from .gates import LocalSessionGate, SessionGate
 from .models import Model, ToolSpec
 from .plugins import create_plugin_manager
+from .registry import check_locality
 from .relay import HookRelay
 from .runs import AgentRunRegistry
 from .store.base import AgentStateStore
 from .store.memory import InMemoryAgentStateStore
-from .store.open import store_factory
+from .store.open import store_factory, store_registration
+from .tokens import TokenCounter, count_messages, estimate_tokens
 from .tools import Tool, ToolCall
 
 log = logging.getLogger("hookagent.kernel")
 
 if TYPE_CHECKING:
     from .config import AgentConfig
+    from .context import RuntimeContext
+    from .messages import Msg
+    from .workspace import Workspace
 
 __all__ = ["Kernel", "StateNotPersistedWarning", "ToolCall"]
 
@@ -75,6 +80,12 @@ class Kernel:
         self._store_reopen: Callable[[], Any] | None = None
         self._store_ready: anyio.Event | None = None
         self._owns_store = False
+        if config.state_store is None:
+            self._bind_store()  # the default store is an object: nothing opens yet
+        self.store_locality = self._locality()
+        counter = self.relay.token_counter()
+        self.token_counter: TokenCounter = counter or estimate_tokens
+        self.relay.configure(config, self)  # a plugin refuses here, before a store opens
         self._bind_store()
         self._portal_lock = threading.Lock()
         self._portal: anyio.from_thread.BlockingPortal | None = None
@@ -159,8 +170,35 @@ class Kernel:
             raise ModelError(f"no model provider named {model!r}; registered: {known}")
         return factories[model][0](**self.config.model_options)  # type: ignore[no-any-return]
 
+    # ---- what plugins share: tokens, the model's window, the workspace
+    def count_tokens(self, messages: Iterable[Msg], system: str | None = None) -> int:
+        """Tokens of ``messages`` (and a system prompt) under the configuration's counter."""
+        return count_messages(messages, self.token_counter, system)
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's declared context window in tokens (``model.context_window``), or None."""
+        window = getattr(self.model, "context_window", None)
+        return window if type(window) is int and window > 0 else None
+
+    def workspace(self, ctx: RuntimeContext) -> Workspace | None:
+        """The workspace of ``ctx``'s slot, from ``hookagent_workspace``; None without one."""
+        return self.relay.workspace(ctx, self)
+
     # ---- the store
+    def _locality(self) -> str:
+        """Who sees the configured store's slots, known before it opens (see
+        ``hookagent.registry.LOCALITIES``); a store that does not say counts as shared."""
+        spec = self.config.state_store
+        if isinstance(spec, str):
+            return store_registration(self.pm, spec)[2]
+        if spec is None:
+            spec = self._store
+        return check_locality(getattr(spec, "locality", "shared"), f"store {spec!r}")
+
     def _bind_store(self) -> None:
+        if self._store is not None or self._store_pending is not None:
+            return
         spec = self.config.state_store
         if spec is None:
             default = self.relay.default_state_store(self.config.id)

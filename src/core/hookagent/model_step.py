@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import Interrupted, ModelError
 from .messages import Msg
-from .models import ModelDelta, ModelRequest, ModelResponse
+from .models import REASONING, ModelDelta, ModelRequest, ModelResponse
 from .state import AgentState
 
 if TYPE_CHECKING:
@@ -43,6 +43,9 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
 
     async def call_model(req: ModelRequest) -> ModelResponse:
         response: Any = None
+        # a plugin's own request through the chain (a summary) streams for the interrupt
+        # checkpoints, but its text is not the reply: no model_delta events for it
+        deltas = req.purpose == REASONING
         try:
             stream = getattr(model, "stream", None)
             if stream is not None:
@@ -50,7 +53,8 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
                 async with aclosing(stream(req, ex.ctx)) as chunks:
                     async for item in chunks:
                         if isinstance(item, ModelDelta):
-                            await ex.emit("model_delta", text=item.text, thinking=item.thinking)
+                            if deltas:
+                                await ex.emit("model_delta", text=item.text, thinking=item.thinking)
                             control.check()
                         else:
                             response = item

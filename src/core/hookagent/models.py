@@ -28,14 +28,33 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+REASONING = "reasoning"
+"""``ModelRequest.purpose`` of the loop's own requests (the only ones shapers change)."""
+
+SUMMARY = "summary"
+"""``ModelRequest.purpose`` of a compaction summary request."""
+
+
 @attrs.define
 class ModelRequest:
-    """One inference's input; ``hookagent_build_model_request`` may change it in place."""
+    """One inference's input; ``hookagent_build_model_request`` may change it in place.
+
+    ``purpose`` tells request-shaping plugins the loop's own requests (``"reasoning"``)
+    from the ones plugins make (``"summary"``, or a plugin's own string): a shaper leaves
+    the others alone. A model middleware never mutates the request it was given (a retry
+    outside it passes the same one again): it passes ``request.evolve(...)`` on.
+    """
 
     messages: list[Msg]
     tools: list[ToolSpec] = attrs.Factory(list)
     system: str | None = None
     options: dict[str, Any] = attrs.Factory(dict)
+    purpose: str = REASONING
+
+    def evolve(self, **changes: Any) -> ModelRequest:
+        """A copy with ``changes``. What is not replaced is shared with this request (no
+        copy of a long history per shaper): give new lists, never mutate the shared ones."""
+        return attrs.evolve(self, **changes)
 
 
 @attrs.frozen
@@ -57,6 +76,9 @@ class ModelDelta:
 
 @runtime_checkable
 class Model(Protocol):
+    """A provider. It may also declare ``context_window: int`` (its window in tokens,
+    ``kernel.context_window``), which budgeting plugins use when no option says otherwise."""
+
     name: str
 
     async def generate(self, request: ModelRequest, ctx: RuntimeContext) -> ModelResponse: ...

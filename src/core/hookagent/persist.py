@@ -52,15 +52,23 @@ async def save(
     """Compare-and-set at ``version``; on a conflict, what the policy says.
 
     ``APPEND_MERGE`` reloads, appends the messages added since ``loaded_len`` after what is
-    stored, and retries once at the fresh version (a second conflict raises).
+    stored, and retries once at the fresh version (a second conflict raises). A history
+    rewritten since it was loaded (compaction, a cleared context) has no such suffix: its
+    conflict is raised, never merged.
     """
     store = await kernel.store()
     policy = policy or kernel.config.conflict_policy
     u, s = slot
     try:
         return await store.save_if_version(u, s, state, version, fence=fence)
-    except VersionConflict:
+    except VersionConflict as conflict:
         if policy is ConflictPolicy.FAIL:
+            raise
+        if policy is ConflictPolicy.APPEND_MERGE and state.context.unchanged_prefix < loaded_len:
+            conflict.add_note(
+                "hookagent: the history was rewritten since it was loaded (compaction, a "
+                "cleared context), so APPEND_MERGE cannot append it to the stored one"
+            )
             raise
     if policy is ConflictPolicy.OVERWRITE:
         return await store.save_if_version(u, s, state, UNCONDITIONAL, fence=fence)

@@ -42,15 +42,28 @@ class ModelRegister(Protocol):
     def __call__(self, name: str, factory: Callable[..., Model]) -> None: ...
 
 
+LOCALITIES = ("process", "host", "shared")
+"""Who sees a store's slots: this process only, this host, or every host that connects."""
+
+
 class StoreRegister(Protocol):
-    """``register`` of ``hookagent_register_state_stores``: ``register(scheme, factory)``;
-    the factory may return the store or an awaitable of it."""
+    """``register`` of ``hookagent_register_state_stores``: ``register(scheme, factory,
+    locality="shared")``; the factory may return the store or an awaitable of it.
+    ``locality`` is one of ``LOCALITIES`` (``kernel.store_locality`` for the scheme)."""
 
     def __call__(
         self,
         scheme: str,
         factory: Callable[..., AgentStateStore | Awaitable[AgentStateStore]],
+        *,
+        locality: str = "shared",
     ) -> None: ...
+
+
+def check_locality(value: object, where: str) -> str:
+    if value not in LOCALITIES:
+        raise HookContractError(f"{where}: locality {value!r} is not one of {LOCALITIES}")
+    return str(value)
 
 
 class Registrar(Generic[V]):
@@ -91,6 +104,12 @@ def collect(
     make: Callable[[str, dict[str, tuple[Any, str]], str], Any] = Registrar,
 ) -> dict[str, tuple[Any, str]]:
     """Call every implementation of a registration hook with its own registrar."""
+    if make is Registrar and hook_name == "hookagent_register_state_stores":
+        localities: dict[str, str] = {}  # store schemes: register(..., locality=) is allowed
+
+        def make(what: str, sink: dict[str, tuple[Any, str]], plugin: str) -> Any:
+            return StoreRegistrar(what, sink, plugin, localities)
+
     sink: dict[str, tuple[Any, str]] = {}
     hook = getattr(pm.hook, hook_name)
     impls = list(reversed(hook.get_hookimpls()))  # registration order: first registered first
@@ -101,3 +120,29 @@ def collect(
         others = [i.plugin for i in impls if i is not impl]
         pm.subset_hook_caller(hook_name, remove_plugins=others)(register=register)
     return sink
+
+
+class StoreRegistrar(Registrar[Any]):
+    """``register(scheme, factory, locality=...)``: records each scheme's locality too."""
+
+    def __init__(
+        self, what: str, sink: dict[str, tuple[Any, str]], plugin: str, localities: dict[str, str]
+    ) -> None:
+        super().__init__(what, sink, plugin)
+        self._localities = localities
+
+    def __call__(self, name: str, value: Any, *, locality: str = "shared") -> None:
+        check_locality(locality, f"plugin {self._plugin!r}, scheme {name!r}")
+        super().__call__(name, value)
+        self._localities[name] = locality
+
+
+def collect_stores(pm: pluggy.PluginManager) -> dict[str, tuple[Any, str, str]]:
+    """scheme → (factory, plugin name, locality), from ``hookagent_register_state_stores``."""
+    localities: dict[str, str] = {}
+
+    def make(what: str, sink: dict[str, tuple[Any, str]], plugin: str) -> StoreRegistrar:
+        return StoreRegistrar(what, sink, plugin, localities)
+
+    found = collect(pm, "hookagent_register_state_stores", "state store scheme", make)
+    return {k: (f, p, localities.get(k, "shared")) for k, (f, p) in found.items()}

@@ -18,11 +18,15 @@ import pluggy
 from .errors import HookContractError
 
 if TYPE_CHECKING:
+    from .config import AgentConfig
     from .context import RuntimeContext
     from .events import RunEvent
+    from .kernel import Kernel
     from .models import ModelRequest, ModelResponse
     from .state import AgentState
     from .store.base import AgentStateStore
+    from .tokens import TokenCounter
+    from .workspace import Workspace
 
 _events_log = logging.getLogger("hookagent.events")
 
@@ -101,6 +105,22 @@ class HookRelay:
 
     def default_state_store(self, agent_id: str) -> AgentStateStore | None:
         return self._hook.hookagent_default_state_store(agent_id=agent_id)  # type: ignore[no-any-return]
+
+    # ---- configuration
+    def configure(self, config: AgentConfig, kernel: Kernel) -> None:
+        self._hook.hookagent_configure(config=config, kernel=kernel)
+
+    def token_counter(self) -> TokenCounter | None:
+        counter = self._hook.hookagent_token_counter()
+        if counter is not None and not callable(counter):
+            raise HookContractError(
+                f"hookagent_token_counter returned {counter!r}, not a callable (text) -> int",
+                hook="hookagent_token_counter",
+            )
+        return counter  # type: ignore[no-any-return]
+
+    def workspace(self, ctx: RuntimeContext, kernel: Kernel) -> Workspace | None:
+        return self._hook.hookagent_workspace(ctx=ctx, kernel=kernel)  # type: ignore[no-any-return]
 
     # ---- the loop
     async def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> None:

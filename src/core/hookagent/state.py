@@ -131,42 +131,6 @@ def _history(value: Iterable[Msg] | History) -> History:
 
 
 @attrs.define
-class PermissionRule:
-    tool: str
-    decision: Literal["allow", "deny", "ask"]
-    pattern: str | None = None
-
-
-@attrs.define
-class PermissionContext:
-    mode: str = "default"
-    rules: list[PermissionRule] = attrs.Factory(list)
-
-
-@attrs.define
-class PlanModeContext:
-    active: bool = False
-    plan_file: str | None = None
-
-
-TodoStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
-
-
-@attrs.define
-class Todo:
-    content: str
-    status: TodoStatus = "pending"
-    id: str | None = None
-
-
-@attrs.define
-class TasksContext:
-    todos: list[Todo] = attrs.Factory(list)
-    revision: int = 0
-    objective: str | None = None
-
-
-@attrs.define
 class ToolContext:
     activated_groups: list[str] = attrs.Factory(list)
 
@@ -213,17 +177,17 @@ class TurnContext:
 class AgentState:
     """One (user_id, session_id) slot. Plugin sections live in ``extensions`` as plain JSON.
 
-    A section this process does not know (a plugin that is not installed here) is kept as
-    parsed JSON and written back unchanged.
+    The kernel types only what it uses itself. The reference's other sections
+    (``permission_context``, ``plan_mode_context``, ``tasks_context``) are plugin sections:
+    the plugin that owns one reads it with ``get_section`` and writes it with
+    ``put_section``. A section this process does not know (a plugin that is not installed
+    here) is kept as parsed JSON and written back unchanged.
     """
 
     session_id: str
     user_id: str = ANONYMOUS_USER
     summary: str | None = None
     context: History = attrs.field(factory=History, converter=_history)
-    permission_context: PermissionContext = attrs.Factory(PermissionContext)
-    plan_mode_context: PlanModeContext = attrs.Factory(PlanModeContext)
-    tasks_context: TasksContext = attrs.Factory(TasksContext)
     tool_context: ToolContext = attrs.Factory(ToolContext)
     turn_context: TurnContext = attrs.Factory(TurnContext)
     shutdown_interrupted: bool = False

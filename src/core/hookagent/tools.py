@@ -268,8 +268,11 @@ class ToolCall:
     ``tool`` is None for a name the model made up (the kernel answers with an error result).
     ``approved`` is True when a person approved this very call: a middleware that asks for
     confirmation must not ask again (the kernel refuses a second ``confirm`` for it).
+    ``remember`` is True when that approval said "and from now on" (``Approve(id,
+    remember=True)``): a permission plugin records an allow rule for calls like it.
     """
 
     use: ToolUseBlock
     tool: Tool | None
     approved: bool = False
+    remember: bool = False

@@ -82,9 +82,13 @@ def _pending(
 
 @attrs.frozen
 class Approve:
-    """Run the held-back tool call now."""
+    """Run the held-back tool call now; ``remember``: and calls like it from now on (a
+    permission plugin adds an allow rule; without one it changes nothing)."""
 
     tool_use_id: str
+    remember: bool = attrs.field(
+        default=False, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
 
 
 @attrs.frozen

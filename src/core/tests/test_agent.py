@@ -417,17 +417,19 @@ async def test_clear_context_keeps_other_sections() -> None:
         def setup(state: AgentState) -> None:
             state.summary = "old summary"
             state.tool_context.activated_groups.append("fs")
-            state.plan_mode_context.active = True
-            state.permission_context.mode = "strict"
-            state.tasks_context.revision = 7
+            state.put_section("plan_mode_context", {"plan_active": True})
+            state.put_section("permission_context", {"mode": "explore"})
+            state.put_section("tasks_context", {"tasks": [], "revision": 7})
             state.extensions["plugin"] = {"x": 1}
 
         assert await agent.update_agent_state("u", "setup", setup, session_id="s")
         assert await agent.clear_context(RuntimeContext(user_id="u", session_id="s"))
         state = await agent.get_agent_state("u", "s")
         assert len(state.context) == 0 and state.summary is None
-        assert state.tool_context.activated_groups == ["fs"] and state.plan_mode_context.active
-        assert state.permission_context.mode == "strict" and state.tasks_context.revision == 7
+        assert state.tool_context.activated_groups == ["fs"]
+        assert state.extensions["plan_mode_context"] == {"plan_active": True}
+        assert state.extensions["permission_context"] == {"mode": "explore"}
+        assert state.extensions["tasks_context"]["revision"] == 7
         assert state.extensions["plugin"] == {"x": 1}
         assert [e["reason"] for e in state.extensions["admin_log"]] == ["setup", "clear_context"]
         assert not await agent.clear_context("u", "unknown")

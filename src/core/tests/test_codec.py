@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hookagent import (
@@ -21,14 +22,7 @@ from hookagent import (
     UnsupportedSchemaVersion,
     codec,
 )
-from hookagent.state import (
-    SCHEMA_VERSION,
-    PermissionRule,
-    PlanModeContext,
-    TasksContext,
-    Todo,
-    ToolContext,
-)
+from hookagent.state import SCHEMA_VERSION, ToolContext
 from hookagent.testing import ENVELOPES, full_state
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -95,41 +89,12 @@ def states(draw: Any) -> AgentState:
         context=draw(st.lists(message, max_size=5)),
         shutdown_interrupted=draw(st.booleans()),
     )
-    state.permission_context.mode = draw(text)
-    state.permission_context.rules = draw(
-        st.lists(
-            st.builds(
-                PermissionRule, text, st.sampled_from(["allow", "deny", "ask"]), st.none() | text
-            ),
-            max_size=2,
-        )
-    )
-    state.plan_mode_context = draw(st.builds(PlanModeContext, st.booleans(), st.none() | text))
-    state.tasks_context = draw(
-        st.builds(
-            TasksContext,
-            st.lists(
-                st.builds(
-                    Todo,
-                    text,
-                    st.sampled_from(["pending", "in_progress", "completed"]),
-                    st.none() | text,
-                ),
-                max_size=3,
-            ),
-            st.integers(0, 10**6),
-            st.none() | text,
-        )
-    )
     state.tool_context = draw(st.builds(ToolContext, st.lists(text, max_size=3)))
     reserved = {
         "session_id",
         "user_id",
         "summary",
         "context",
-        "permission_context",
-        "plan_mode_context",
-        "tasks_context",
         "tool_context",
         "turn_context",
         "shutdown_interrupted",
@@ -173,15 +138,30 @@ def test_unknown_plugin_section_survives_byte_for_byte() -> None:
     assert out == injected
 
 
+@attrs.define
+class _Todo:
+    content: str
+    status: str = "pending"
+
+
+@attrs.define
+class _Todos:
+    todos: list[_Todo] = attrs.Factory(list)
+    revision: int = 0
+
+
 def test_plugin_sections_typed_access() -> None:
     state = AgentState("s")
-    state.put_section("todo_plus", TasksContext([Todo("x")], 2))
-    assert state.get_section("todo_plus", TasksContext) == TasksContext([Todo("x")], 2)
+    state.put_section("tasks_context", _Todos([_Todo("x")], 2))  # the harness names are free
+    assert state.get_section("tasks_context", _Todos) == _Todos([_Todo("x")], 2)
+    assert state.to_json().endswith(
+        '"tasks_context":{"todos":[{"content":"x","status":"pending"}],"revision":2}}'
+    )
     with pytest.raises(InvalidState):
         state.put_section("context", {})
     state.extensions["broken"] = {"todos": "nope"}
     with pytest.raises(InvalidState, match="broken"):
-        state.get_section("broken", TasksContext)
+        state.get_section("broken", _Todos)
 
 
 def test_history_is_runtime_only() -> None:
@@ -193,12 +173,12 @@ def test_history_is_runtime_only() -> None:
         "user_id",
         "summary",
         "context",
-        "permission_context",
-        "plan_mode_context",
-        "tasks_context",
         "tool_context",
         "shutdown_interrupted",
         "schema_version",
+        "permission_context",  # the harness plugins' sections, plain JSON to the kernel
+        "plan_mode_context",
+        "tasks_context",
         "some_plugin",
     }
 
@@ -275,7 +255,11 @@ def _bad_inputs() -> list[tuple[str, Any, type[Exception]]]:
             VALID.replace('"shutdown_interrupted":false', '"shutdown_interrupted":0'),
             InvalidState,
         ),
-        ("revision as float", VALID.replace('"revision":3', '"revision":3.0'), InvalidState),
+        (
+            "groups as a string",
+            VALID.replace('"activated_groups":["fs","web"]', '"activated_groups":"fs"'),
+            InvalidState,
+        ),
         ("unknown role", VALID.replace('"role":"user"', '"role":"root"', 1), InvalidState),
         ("unknown block", VALID.replace('"type":"text"', '"type":"exec"', 1), InvalidState),
         ("block not object", VALID.replace('"content":[{', '"content":[1,{', 1), InvalidState),
@@ -320,8 +304,10 @@ def test_bad_state_input_gives_one_typed_error(
 
 
 def test_errors_name_the_field() -> None:
-    with pytest.raises(InvalidState, match=r"revision"):
-        codec.decode_state(VALID.replace('"revision":3', '"revision":"3"'))
+    with pytest.raises(InvalidState, match=r"activated_groups"):
+        codec.decode_state(
+            VALID.replace('"activated_groups":["fs","web"]', '"activated_groups":[1]')
+        )
     with pytest.raises(InvalidState, match=r"context\[1\]"):
         codec.decode_state(VALID.replace('"role":"user"', '"role":"root"', 1))
 
@@ -514,14 +500,12 @@ def test_first_save_and_load_of_a_process_compile_nothing() -> None:
     code = """
 import cattrs.gen as gen
 from hookagent import AgentState, Msg, codec
-from hookagent.state import PermissionRule, Todo
 made = []
 for name in ("make_dict_unstructure_fn_from_attrs", "make_dict_structure_fn_from_attrs"):
     real = getattr(gen, name)
     setattr(gen, name, lambda *a, _real=real, **k: (made.append(a[0]), _real(*a, **k))[1])
 state = AgentState(session_id="s")
-state.permission_context.rules.append(PermissionRule("t", "deny"))
-state.tasks_context.todos.append(Todo("x"))
+state.tool_context.activated_groups.append("g")
 state.context.append(Msg.user("hi"))
 codec.decode_head(codec.encode_head(state), list(state.context))
 codec.decode_state(codec.encode_state(state))
@@ -551,7 +535,7 @@ def test_an_idle_turn_is_not_written_and_a_suspended_one_round_trips() -> None:
 
 SECTION_NAMES = st.sampled_from(["", " ", "extensions", "context ", "x", "~", "null"]) | text
 FIELDS = ["session_id", "user_id", "summary", "permission_context", "plan_mode_context"]
-FIELDS += ["tasks_context", "tool_context", "turn_context", "shutdown_interrupted"]
+FIELDS += ["tasks_context", "tool_context", "turn_context", "shutdown_interrupted"]  # plugins' too
 FIELDS += ["schema_version", "context"]
 
 

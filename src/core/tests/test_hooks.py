@@ -9,8 +9,10 @@ import anyio
 import pluggy
 import pytest
 from hookagent import (
+    Agent,
     AgentConfig,
     AgentState,
+    ConfigurationError,
     HookContractError,
     InMemoryAgentStateStore,
     Middleware,
@@ -21,6 +23,7 @@ from hookagent import (
     RuntimeContext,
     ToolCall,
     ToolResultBlock,
+    Workspace,
     hookimpl,
     hookspec,
 )
@@ -135,6 +138,143 @@ async def test_hook_hookagent_register_state_stores() -> None:
 
     with pytest.raises(HookContractError, match="registered twice"):
         config(Stores(), Twice(), state_store="async-mem://x").build()
+
+
+async def test_hook_hookagent_configure() -> None:
+    seen: list[tuple[object, str, str]] = []
+
+    class Checks:
+        @hookimpl
+        def hookagent_configure(self, config: AgentConfig, kernel: Any) -> None:
+            options = config.plugin_options.get("checks", {})
+            seen.append((kernel.model, kernel.store_locality, options.get("level", "")))
+            if options.get("level") == "bad":
+                raise ConfigurationError("checks: level 'bad' is not a level")
+
+    cfg = config(
+        Checks(), plugin_options={"checks": {"level": "ok"}}, model=ScriptedModel(default="done")
+    )
+    assert (await call(cfg)).text == "done"
+    await call(cfg)  # once per configuration, not per call
+    assert seen == [(cfg.kernel.model, "process", "ok")]
+    with pytest.raises(ConfigurationError, match="level 'bad'"):
+        config(Checks(), plugin_options={"checks": {"level": "bad"}}).build()
+
+    class Opening:  # a refused configuration never opens its store
+        opened: list[str] = []
+
+        @hookimpl
+        def hookagent_register_state_stores(self, register: Any) -> None:
+            async def open_store(url: str) -> InMemoryAgentStateStore:
+                Opening.opened.append(url)
+                return InMemoryAgentStateStore()
+
+            register("opening", open_store, locality="host")
+
+    bad = config(
+        Checks(), Opening(), state_store="opening://x", plugin_options={"checks": {"level": "bad"}}
+    )
+    with pytest.raises(ConfigurationError):
+        bad.build()
+    good = config(
+        Checks(), Opening(), state_store="opening://y", model=ScriptedModel(default="done")
+    )
+    await call(good)
+    assert Opening.opened == ["opening://y"] and seen[-1][1] == "host"
+
+
+async def test_hook_hookagent_token_counter() -> None:
+    texts: list[str] = []
+
+    class Words:
+        @hookimpl
+        def hookagent_token_counter(self) -> Any:
+            def count(text: str) -> int:
+                texts.append(text)
+                return len(text.split())
+
+            return count
+
+    kernel = config(Words()).kernel
+    msgs = [Msg.user("one two three"), Msg.assistant("four")]
+    assert kernel.count_tokens(msgs) == 3 + 1 + 2 * 4  # words + 4 per message
+    assert kernel.count_tokens(msgs, system="be brief") == 2 + 4 + 3 + 1 + 2 * 4
+    assert texts[:2] == ["one two three", "four"]
+    plain = config().kernel  # no plugin: chars / 4, rounded up
+    assert plain.count_tokens([Msg.user("abcde")]) == 2 + 4
+
+    class NotCallable:
+        @hookimpl
+        def hookagent_token_counter(self) -> Any:
+            return 7
+
+    with pytest.raises(HookContractError, match="not a callable"):
+        config(NotCallable()).build()
+
+
+async def test_hook_hookagent_workspace() -> None:
+    class Files:
+        url, shared = "memory://ws", False
+
+        def __init__(self, root: str) -> None:
+            self.root, self.files = root, {}
+
+        async def read_text(self, path: str) -> str:
+            return self.files[path]
+
+        async def write_text(self, path: str, text: str) -> None:
+            self.files[path] = text
+
+        async def append_text(self, path: str, text: str) -> None:
+            self.files[path] = self.files.get(path, "") + text
+
+        async def exists(self, path: str) -> bool:
+            return path in self.files
+
+        async def list(self, path: str = "") -> list[str]:
+            return sorted(self.files)
+
+        async def remove(self, path: str) -> None:
+            del self.files[path]
+
+        async def size(self, path: str) -> int:
+            return len(self.files[path])
+
+    roots: dict[str, Files] = {}
+
+    class Provider:
+        @hookimpl
+        def hookagent_workspace(self, ctx: RuntimeContext) -> Files:
+            return roots.setdefault(ctx.user_id, Files(ctx.user_id))
+
+    async def note(text: str, ctx: RuntimeContext) -> str:
+        """Write a note."""
+        ws = ctx.get(Agent).kernel.workspace(ctx)  # type: ignore[union-attr]
+        await ws.append_text("notes.md", text)
+        return "noted"
+
+    model = ScriptedModel([tool_call("note", text="a"), "done"])
+    cfg = config(Provider(), tools=[note], model=model)
+    await call(cfg)
+    assert roots["u"].files == {"notes.md": "a"}
+    assert isinstance(roots["u"], Workspace)
+    assert config().kernel.workspace(RuntimeContext(user_id="u", session_id="s")) is None
+
+
+def test_hook_hookagent_workspace_is_given_the_asking_kernel() -> None:
+    """A provider configured per configuration tells them apart, also outside a call."""
+    seen: list[tuple[str, object]] = []
+
+    class PerConfig:
+        @hookimpl
+        def hookagent_workspace(self, ctx: RuntimeContext, kernel: Any) -> None:
+            seen.append((ctx.user_id, kernel))
+
+    provider = PerConfig()
+    one, two = config(provider), config(provider)
+    one.kernel.workspace(RuntimeContext(user_id="a", session_id="s"))
+    two.kernel.workspace(RuntimeContext(user_id="b", session_id="s"))
+    assert seen == [("a", one.kernel), ("b", two.kernel)]
 
 
 async def test_hook_hookagent_default_state_store() -> None:

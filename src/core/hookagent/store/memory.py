@@ -43,6 +43,8 @@ class _Entry:
 class InMemoryAgentStateStore:
     """A versioned, fenced, thread-safe store held in this process."""
 
+    locality = "process"  # kernel.store_locality: nobody outside this process sees it
+
     def __init__(self) -> None:
         # user_id -> session_id -> key -> entry ; user_id is the first level of every lookup
         self._data: dict[str, dict[str, dict[str, _Entry]]] = {}

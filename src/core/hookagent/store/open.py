@@ -19,7 +19,7 @@ import anyio.from_thread
 import pluggy
 
 from ..errors import AgentError, HookContractError, StoreConfigurationError
-from ..registry import collect
+from ..registry import collect_stores
 from ..state import AgentState
 from .base import AGENT_STATE_KEY, AgentStateStore, ExpectedVersion, Fence, SessionPage, Versioned
 
@@ -31,20 +31,27 @@ def url_scheme(url: str) -> str:
 
 def store_factory(pm: pluggy.PluginManager, url: object) -> tuple[Callable[..., Any], str]:
     """The registered ``factory(url, **options)`` serving ``url``, and its plugin's name."""
+    factory, plugin, _ = store_registration(pm, url)
+    return factory, plugin
+
+
+def store_registration(
+    pm: pluggy.PluginManager, url: object
+) -> tuple[Callable[..., Any], str, str]:
+    """The factory serving ``url``, its plugin's name and the scheme's declared locality."""
     if not isinstance(url, str) or not url.strip():
         raise StoreConfigurationError(
             f"a store URL is a non-empty string such as 'file:///var/lib/app' or "
             f"'redis://127.0.0.1:6379/0', got {url!r}"
         )
     scheme = url_scheme(url)
-    factories = collect(pm, "hookagent_register_state_stores", "state store scheme")
+    factories = collect_stores(pm)
     if scheme not in factories:
         known = ", ".join(sorted(factories)) or "none (install a store plugin)"
         raise StoreConfigurationError(
             f"no store plugin serves {scheme!r} URLs ({url!r}); registered: {known}"
         )
-    factory, plugin = factories[scheme]
-    return factory, plugin
+    return factories[scheme]
 
 
 async def open_store(

@@ -41,14 +41,7 @@ from ..messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from ..state import (
-    AgentState,
-    PermissionRule,
-    PlanModeContext,
-    TasksContext,
-    Todo,
-    ToolContext,
-)
+from ..state import AgentState, ToolContext
 from ..store.base import UNCONDITIONAL, AgentStateStore, Fence, Versioned
 from .conformance_handles import HandleConformance
 from .conformance_slots import SlotConformance
@@ -88,10 +81,12 @@ def every_block_message() -> list[Msg]:
 def full_state(user_id: str, session_id: str) -> AgentState:
     state = AgentState(session_id=session_id, user_id=user_id, summary="so far")
     state.context.extend(every_block_message())
-    state.permission_context.mode = "strict"
-    state.permission_context.rules.append(PermissionRule("shell", "ask", "rm *"))
-    state.plan_mode_context = PlanModeContext(active=True, plan_file="PLAN.md")
-    state.tasks_context = TasksContext([Todo("write tests", "in_progress", "t1")], 3, "ship")
+    # the harness plugins' sections, as those plugins write them (plain JSON to a store)
+    rule = {"tool_name": "shell", "rule_content": "rm *", "behavior": "ask", "source": "user"}
+    state.put_section("permission_context", {"mode": "explore", "ask_rules": {"shell": [rule]}})
+    state.put_section("plan_mode_context", {"plan_active": True, "current_plan_file": "PLAN.md"})
+    task = {"id": "a" * 32, "subject": "write tests", "state": "in_progress"}
+    state.put_section("tasks_context", {"tasks": [task], "revision": 3})
     state.tool_context = ToolContext(["fs", "web"])
     state.extensions["some_plugin"] = {"nested": [1, {"k": "v"}], "flag": True}
     return state
@@ -191,9 +186,6 @@ class StoreConformance(DifferentialConformance, SlotConformance, HandleConforman
         assert got.state is not None
         assert list(got.state.context) == list(full_state_messages(state))
         assert got.state.summary == "so far"
-        assert got.state.permission_context == state.permission_context
-        assert got.state.plan_mode_context == state.plan_mode_context
-        assert got.state.tasks_context == state.tasks_context
         assert got.state.tool_context == state.tool_context
         assert got.state.extensions == state.extensions
         assert got.state.to_json() == state.to_json()

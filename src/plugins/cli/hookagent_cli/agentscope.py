@@ -2,10 +2,10 @@
 
 Pure functions on parsed JSON: ``from_agentscope(doc)`` gives a document ``AgentState``'s
 codec reads (``schema_version`` 1); ``to_agentscope(doc)`` turns one of ours back. Keys may be
-snake_case (Python) or camelCase (Java). What our sections cannot hold losslessly (a rule's
-``source``, ``passthrough`` rules, ``working_directories``, the task fields beyond content and
-status, unknown top-level fields) is kept in the extension ``agentscope`` and used again on
-export; read caches are dropped. Every problem is an ``AgentScopeFormatError`` naming the JSON
+snake_case (Python) or camelCase (Java). The permission, plan-mode and task sections are kept
+as the reference spells them (the harness plugins own them: ``agentscope_sections``); unknown
+top-level fields are kept in the extension ``agentscope`` and used again on export; read
+caches are dropped. Every problem is an ``AgentScopeFormatError`` naming the JSON
 path in the source file.
 """
 
@@ -23,6 +23,8 @@ from .agentscope_sections import (
     opt_str,
     permissions_from,
     permissions_to,
+    plan_from,
+    plan_to,
     snake,
     tasks_from,
     tasks_to,
@@ -82,22 +84,16 @@ def from_agentscope(doc: Any) -> dict[str, Any]:
     ext: dict[str, Any] = {}
     perm = get(doc, "permission_context")
     if perm is not None:
-        out["permission_context"], kept = permissions_from(perm, "$.permission_context")
-        ext["permission_context"] = kept
+        out["permission_context"] = permissions_from(perm, "$.permission_context")
+        spelled = get(perm, "mode")
+        if isinstance(spelled, str) and spelled != out["permission_context"]["mode"]:
+            ext["mode_spelling"] = spelled  # Java's ACCEPT_EDITS: written back on export
     plan = get(doc, "plan_mode_context")
     if plan is not None:
-        want(plan, dict, "$.plan_mode_context", "an object")
-        active = get(plan, "plan_active", False)
-        out["plan_mode_context"] = {
-            "active": want(active, bool, "$.plan_mode_context.plan_active", "true or false"),
-            "plan_file": opt_str(
-                get(plan, "current_plan_file"), "$.plan_mode_context.current_plan_file"
-            ),
-        }
+        out["plan_mode_context"] = plan_from(plan, "$.plan_mode_context")
     tasks = get(doc, "tasks_context")
     if tasks is not None:
-        out["tasks_context"], kept = tasks_from(tasks, "$.tasks_context")
-        ext["tasks_context"] = kept
+        out["tasks_context"] = tasks_from(tasks, "$.tasks_context")
     tools = get(doc, "tool_context")
     if tools is not None:
         want(tools, dict, "$.tool_context", "an object")
@@ -242,11 +238,10 @@ def to_agentscope(doc: dict[str, Any], *, java: bool = False) -> dict[str, Any]:
         "summary": doc.get("summary"),
         "permission_context": permissions_to(doc.get("permission_context") or {}, ext),
     }
-    plan = doc.get("plan_mode_context") or {}
-    out["plan_mode_context"] = {
-        "plan_active": bool(plan.get("active", False)),
-        "current_plan_file": plan.get("plan_file"),
-    }
+    spelled = ext.get("mode_spelling")
+    if isinstance(spelled, str) and spelled.lower() == out["permission_context"].get("mode"):
+        out["permission_context"]["mode"] = spelled
+    out["plan_mode_context"] = plan_to(doc.get("plan_mode_context") or {})
     out["tasks_context"] = tasks_to(doc.get("tasks_context") or {}, ext)
     out["tool_context"] = {
         "activated_groups": (doc.get("tool_context") or {}).get("activated_groups", [])

@@ -1,9 +1,11 @@
-"""The AgentScope sections our state cannot hold one to one: permissions and tasks.
+"""The AgentScope sections the harness plugins own: permissions, plan mode and tasks.
 
-Import keeps the whole original section in the ``agentscope`` extension (``original``) next
-to what our section holds; export starts from that original, so a rule's ``source``, a
-``passthrough`` rule, ``working_directories`` and the task fields beyond content and status
-come back as they were, with our changes (rules, todos, revision, objective) applied.
+These sections are plugin sections in our state, kept with the reference's own field names
+(``hookagent-permissions``, ``hookagent-plan-mode``, ``hookagent-tasks`` read them). Import
+checks each one (a clear error naming the JSON path) and keeps it as it is, in snake_case;
+export writes it back. A slot saved before the plugins owned these sections may hold the
+kernel's old minimal shape (``{"mode", "rules"}``, ``{"active", "plan_file"}``,
+``{"todos", "revision", "objective"}``): export converts that to the reference's shape.
 """
 
 from __future__ import annotations
@@ -83,18 +85,24 @@ def _rules(perm: dict[str, Any], path: str) -> list[tuple[str, str, str, dict[st
     return found
 
 
-def permissions_from(perm: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(our permission_context, what the extension keeps)."""
+def permissions_from(perm: Any, path: str) -> dict[str, Any]:
+    """The section checked and spelled in snake_case (rule tables included)."""
     want(perm, dict, path, "an object")
-    mode = want(get(perm, "mode", "default") or "default", str, f"{path}.mode", "a string")
+    want(get(perm, "mode", "default") or "default", str, f"{path}.mode", "a string")
     dirs = get(perm, "working_directories", {}) or {}
     want(dirs, dict, f"{path}.working_directories", "an object of key -> {path, source}")
-    rules = [
-        {"tool": name, "decision": behaviour, "pattern": get(rule, "rule_content")}
-        for _, name, behaviour, rule in _rules(perm, path)
-        if behaviour != "passthrough"  # ours has no such decision: the extension keeps it
-    ]
-    return {"mode": mode.lower(), "rules": rules}, {"original": copy.deepcopy(perm)}
+    _rules(perm, path)
+    out = snake_keys(copy.deepcopy(perm))
+    out["mode"] = (out.get("mode") or "default").lower()
+    for kind in KINDS:
+        table = out.get(f"{kind}_rules")
+        if isinstance(table, list):
+            table = {"": table}
+        if isinstance(table, dict):
+            out[f"{kind}_rules"] = {
+                tool: [snake_keys(r) for r in items] for tool, items in table.items()
+            }
+    return out
 
 
 def _our_rules(perm: dict[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -102,6 +110,9 @@ def _our_rules(perm: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 
 
 def permissions_to(perm: dict[str, Any], ext: dict[str, Any]) -> dict[str, Any]:
+    """The reference's section from ours: as it is, unless it has the old minimal shape."""
+    if ("rules" not in perm and "mode" in perm) or any(f"{k}_rules" in perm for k in KINDS):
+        return copy.deepcopy(perm)
     original = (ext.get("permission_context") or {}).get("original") or {}
     mode = perm.get("mode", "default")
     old_mode = get(original, "mode", "default") or "default"
@@ -133,17 +144,15 @@ def permissions_to(perm: dict[str, Any], ext: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- tasks
 
 
-def tasks_from(tasks: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(our tasks_context, what the extension keeps)."""
+def tasks_from(tasks: Any, path: str) -> dict[str, Any]:
+    """The section checked and spelled in snake_case (each task's keys included)."""
     want(tasks, dict, path, "an object")
     key = "tasks" if get(tasks, "tasks") is not None else "todos"
     items = want(get(tasks, key, []) or [], list, f"{path}.{key}", "a list")
-    todos = []
     for i, task in enumerate(items):
         at = f"{path}.{key}[{i}]"
         want(task, dict, at, "a task object")
-        content = get(task, "subject", task.get("content"))
-        want(content, str, f"{at}.subject", "a string")
+        want(get(task, "subject", task.get("content")), str, f"{at}.subject", "a string")
         state = get(task, "state", task.get("status")) or "pending"
         want(state, str, f"{at}.state", "a string")
         if state.lower() not in TODO_STATES:
@@ -151,22 +160,18 @@ def tasks_from(tasks: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
                 f"{at}.state",
                 f"{state!r} is not a task state; expected pending, in_progress or completed",
             )
-        todos.append(
-            {"content": content, "status": state.lower(), "id": opt_str(task.get("id"), f"{at}.id")}
-        )
+        opt_str(task.get("id"), f"{at}.id")
     revision = get(tasks, "revision", 0)
     if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
         raise AgentScopeFormatError(f"{path}.revision", "should be an integer >= 0")
-    scope = get(tasks, "task_scope") or {}
-    objective = get(
-        tasks, "objective", get(scope, "objective") if isinstance(scope, dict) else None
-    )
-    ours = {
-        "todos": todos,
-        "revision": revision,
-        "objective": opt_str(objective, f"{path}.objective"),
-    }
-    return ours, {"original": copy.deepcopy(tasks)}
+    opt_str(get(tasks, "objective"), f"{path}.objective")
+    out = snake_keys(copy.deepcopy(tasks))
+    if key == "todos":  # the old minimal shape: the reference's from it
+        return tasks_to(out, {})
+    out["tasks"] = [snake_keys(t) for t in items]
+    for task in out["tasks"]:
+        task["state"] = (task.get("state") or "pending").lower()
+    return out
 
 
 def _now() -> str:
@@ -175,6 +180,9 @@ def _now() -> str:
 
 
 def tasks_to(tasks: dict[str, Any], ext: dict[str, Any]) -> dict[str, Any]:
+    """The reference's section from ours: as it is, unless it has the old minimal shape."""
+    if "todos" not in tasks and tasks:
+        return copy.deepcopy(tasks)
     original = (ext.get("tasks_context") or {}).get("original") or {}
     out = snake_keys(original)
     old = [snake_keys(t) for t in (get(original, "tasks") or []) if isinstance(t, dict)]
@@ -204,3 +212,23 @@ def tasks_to(tasks: dict[str, Any], ext: dict[str, Any]) -> dict[str, Any]:
     elif objective is not None or "objective" in out:
         out["objective"] = objective
     return out
+
+
+# --------------------------------------------------------------------------- plan mode
+
+
+def plan_from(plan: Any, path: str) -> dict[str, Any]:
+    want(plan, dict, path, "an object")
+    want(get(plan, "plan_active", False), bool, f"{path}.plan_active", "true or false")
+    opt_str(get(plan, "current_plan_file"), f"{path}.current_plan_file")
+    return snake_keys(copy.deepcopy(plan))
+
+
+def plan_to(plan: dict[str, Any]) -> dict[str, Any]:
+    """The reference's section from ours (the old minimal shape: ``active``, ``plan_file``)."""
+    if "active" not in plan and "plan_file" not in plan:
+        out = copy.deepcopy(plan)
+        out.setdefault("plan_active", False)
+        out.setdefault("current_plan_file", None)
+        return out
+    return {"plan_active": bool(plan.get("active")), "current_plan_file": plan.get("plan_file")}

@@ -23,6 +23,13 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
         "--approve", action="append", default=[], metavar="ID", help="run the held-back call"
     )
     group.add_argument(
+        "--always",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run it, and calls like it from now on (a permission plugin adds an allow rule)",
+    )
+    group.add_argument(
         "--reject",
         action="append",
         default=[],
@@ -41,6 +48,7 @@ def add_answer_options(parser: argparse.ArgumentParser) -> None:
 def answers_from(args: argparse.Namespace) -> list[Answer]:
     """The answers the flags name, in flag order; a malformed ``--result`` is a ValueError."""
     answers: list[Answer] = [Approve(i) for i in args.approve]
+    answers += [Approve(i, remember=True) for i in getattr(args, "always", [])]
     for item in args.reject:
         uid, _, reason = item.partition(":")
         answers.append(Reject(uid, reason or "rejected from the command line"))
@@ -63,7 +71,8 @@ def describe(pending: Sequence[dict[str, Any]], out: TextIO) -> None:
         args = ", ".join(f"{k}={v!r}" for k, v in p.get("input", {}).items())
         print(f"  waiting: {p['tool']}({args}) [{p['kind']}] {p.get('prompt', '')}", file=out)
         how = (
-            f"--approve {p['tool_use_id']}  or  --reject {p['tool_use_id']}:REASON"
+            f"--approve {p['tool_use_id']}  or  --always {p['tool_use_id']}  or  "
+            f"--reject {p['tool_use_id']}:REASON"
             if p["kind"] == "confirm"
             else f"--result {p['tool_use_id']}=TEXT  or  --reject {p['tool_use_id']}:REASON"
         )
@@ -80,9 +89,11 @@ def ask_in_chat(
         print(f"  ? {p['tool']}({args}): {p.get('prompt', '')}", file=out)
         uid = p["tool_use_id"]
         if p["kind"] == "confirm":
-            said = read("    approve? [y/N, or a reason to refuse] ").strip()
+            said = read("    approve? [y/N/always, or a reason to refuse] ").strip()
             if said.lower() in ("y", "yes"):
                 answers.append(Approve(uid))
+            elif said.lower() in ("a", "always"):
+                answers.append(Approve(uid, remember=True))
             else:
                 reason = said if said and said.lower() not in ("n", "no") else "refused in chat"
                 answers.append(Reject(uid, reason))

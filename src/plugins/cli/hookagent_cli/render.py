@@ -86,25 +86,12 @@ def pairing(messages: Sequence[Msg]) -> tuple[int, int, list[str]]:
 def section_lines(state: AgentState) -> list[str]:
     """The sections besides the history, only those that say something."""
     lines: list[str] = []
-    perm = state.permission_context
-    if perm.mode != "default" or perm.rules:
-        rules = ", ".join(
-            f"{r.decision} {r.tool}{'(' + r.pattern + ')' if r.pattern else ''}" for r in perm.rules
-        )
-        lines.append(f"permissions: mode {perm.mode}" + (f"; rules: {rules}" if rules else ""))
-    plan = state.plan_mode_context
-    if plan.active or plan.plan_file:
-        lines.append(f"plan mode: {'on' if plan.active else 'off'} (plan file: {plan.plan_file})")
-    tasks = state.tasks_context
-    if tasks.todos or tasks.objective:
-        lines.append(f"tasks (revision {tasks.revision}): objective {tasks.objective!r}")
-        lines += [f"  [{t.status}] {t.content}" for t in tasks.todos]
     if state.tool_context.activated_groups:
         lines.append("tool groups: " + ", ".join(state.tool_context.activated_groups))
     if state.shutdown_interrupted:
         lines.append("the last call was interrupted by a shutdown")
-    for name, value in sorted(state.extensions.items()):
-        lines.append(f"extension {name}: {short(json.dumps(value, default=str), 90)}")
+    for name, value in sorted(state.extensions.items()):  # plugin sections, as JSON
+        lines.append(f"section {name}: {short(json.dumps(value, default=str), 90)}")
     return lines
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookagent import AgentState, PermissionRule, Todo
+from hookagent import AgentState
 from hookagent.errors import InvalidState
 from hookagent_cli.agentscope import from_agentscope, to_agentscope
 from hookagent_cli.errors import AgentScopeFormatError, ForeignStateFormat
@@ -60,30 +60,34 @@ def test_a_python_agentstate_becomes_ours() -> None:
     assert results[0].text.startswith("IC 521")
     assert state.context[1].metadata["usage"]["input_tokens"] == 812
 
-    perm = state.permission_context
-    assert perm.mode == "accept_edits"
-    assert perm.rules == [
-        PermissionRule("read_file", "allow", "/home/alice/trips/**"),
-        PermissionRule("search_trains", "allow", None),
-        PermissionRule("shell", "deny", "rm -rf *"),
-        PermissionRule("write_file", "ask", "**/*.md"),
-    ]  # the passthrough rule is not a decision we hold: the extension keeps it
-    kept = state.extensions["agentscope"]["permission_context"]["original"]
-    assert kept["ask_rules"]["write_file"][1]["behavior"] == "passthrough"
-    assert kept["working_directories"]["workspace"]["path"] == "/home/alice/trips"
-    assert (state.plan_mode_context.active, state.plan_mode_context.plan_file) == (
-        True,
-        "plans/porto.md",
-    )
-    tasks = state.tasks_context
-    assert tasks.todos == [
-        Todo("Find a train Lisbon -> Porto", "completed", "5f0c6b8e2a9d4e1f8b7a6c5d4e3f2a1b"),
-        Todo("Write the plan", "in_progress", "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"),
+    # the harness plugins' sections: kept as the reference spells them (snake_case)
+    perm = state.extensions["permission_context"]
+    assert perm["mode"] == "accept_edits"
+    assert perm["ask_rules"]["write_file"][1]["behavior"] == "passthrough"
+    assert perm["deny_rules"]["shell"][0] == {
+        "tool_name": "shell",
+        "rule_content": "rm -rf *",
+        "behavior": "deny",
+        "source": "policy",
+    }
+    assert perm["working_directories"]["workspace"]["path"] == "/home/alice/trips"
+    assert state.extensions["plan_mode_context"] == {
+        "plan_active": True,
+        "current_plan_file": "plans/porto.md",
+    }
+    tasks = state.extensions["tasks_context"]
+    assert [(t["subject"], t["state"], t["id"]) for t in tasks["tasks"]] == [
+        ("Find a train Lisbon -> Porto", "completed", "5f0c6b8e2a9d4e1f8b7a6c5d4e3f2a1b"),
+        ("Write the plan", "in_progress", "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"),
     ]
-    assert (tasks.revision, tasks.objective) == (3, "Get Alice to Porto on 5 June")
+    assert tasks["tasks"][1]["owner"] == "Friday" and tasks["revision"] == 3
     assert state.tool_context.activated_groups == ["travel", "files"]
     assert "read_file_cache" not in json.dumps(state.extensions)  # read caches are dropped
-    assert sorted(state.extensions) == ["agentscope"]
+    assert sorted(state.extensions) == [  # nothing else to keep aside: no "agentscope"
+        "permission_context",
+        "plan_mode_context",
+        "tasks_context",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -106,56 +110,68 @@ def test_the_java_file_reads_like_the_python_one() -> None:
     py, _ = read_state((DATA / "agentscope_python.json").read_text(), "p")
     java, _ = read_state((DATA / "agentscope_java.json").read_text(), "j")
     assert java.user_id == ""  # null: the anonymous partition
-    assert java.permission_context.mode == "accept_edits"  # ACCEPT_EDITS
+    assert java.extensions["permission_context"]["mode"] == "accept_edits"  # ACCEPT_EDITS
     assert java.context == py.context
-    assert java.permission_context == py.permission_context
-    assert java.tasks_context == py.tasks_context
-    assert java.plan_mode_context == py.plan_mode_context
+    for name in ("permission_context", "tasks_context", "plan_mode_context"):
+        assert java.extensions[name] == py.extensions[name], name
 
 
-def test_export_applies_our_changes_over_what_agentscope_had() -> None:
+def test_a_plugin_change_to_a_section_is_what_export_writes() -> None:
     state, _ = read_state((DATA / "agentscope_python.json").read_text(), "f")
-    state.permission_context.rules.append(PermissionRule("shell", "ask", "git *"))
-    state.permission_context.mode = "explore"
-    state.tasks_context.todos[1].status = "completed"
-    state.tasks_context.todos.append(Todo("Buy the ticket"))
-    state.tasks_context.revision = 4
-    out = to_agentscope(json.loads(state.to_json()))
-    perm = out["permission_context"]
-    assert perm["mode"] == "explore"
-    assert perm["ask_rules"]["shell"] == [
-        {"tool_name": "shell", "rule_content": "git *", "behavior": "ask", "source": None}
+    perm = state.extensions["permission_context"]  # as hookagent-permissions changes it
+    perm["ask_rules"]["shell"] = [
+        {"tool_name": "shell", "rule_content": "git *", "behavior": "ask", "source": "session"}
     ]
-    assert perm["ask_rules"]["write_file"][0]["source"] == "user_settings"  # kept
-    assert perm["ask_rules"]["write_file"][1]["behavior"] == "passthrough"  # kept
-    assert perm["deny_rules"]["shell"][0]["source"] == "policy"
-    assert perm["working_directories"]["downloads"]["source"] == "user_settings"
-    tasks = out["tasks_context"]
-    assert [t["state"] for t in tasks["tasks"]] == ["completed", "completed", "pending"]
-    assert tasks["tasks"][1]["owner"] == "Friday"  # fields we do not hold come back
-    assert tasks["tasks"][1]["blocked_by"] == ["5f0c6b8e2a9d4e1f8b7a6c5d4e3f2a1b"]
-    new = tasks["tasks"][2]
-    assert new["subject"] == "Buy the ticket" and len(new["id"]) == 32
-    assert new["blocks"] == [] and new["metadata"] == {}
-    assert tasks["revision"] == 4
+    perm["mode"] = "explore"
+    state.extensions["tasks_context"]["revision"] = 4
+    out = to_agentscope(json.loads(state.to_json()))
+    assert out["permission_context"]["mode"] == "explore"
+    assert out["permission_context"]["ask_rules"]["shell"][0]["rule_content"] == "git *"
+    assert out["permission_context"]["ask_rules"]["write_file"][0]["source"] == "user_settings"
+    assert out["tasks_context"]["revision"] == 4
+    assert out["tasks_context"]["tasks"][1]["blocked_by"] == ["5f0c6b8e2a9d4e1f8b7a6c5d4e3f2a1b"]
 
 
-def test_our_own_state_exports_to_agentscope_and_back() -> None:
-    state = AgentState(session_id="s", user_id="u", summary="so far")
-    state.permission_context.rules.append(PermissionRule("shell", "deny", "rm *"))
-    state.tasks_context.todos.append(Todo("one", "in_progress", "a" * 32))
-    state.put_section("memory", {"notes": ["likes trains"]})
+def test_a_slot_in_the_kernels_old_section_shapes_exports_in_the_references() -> None:
+    """Slots saved before the plugins owned these sections hold the kernel's old shapes."""
+    state = AgentState(session_id="s", user_id="u")
+    state.extensions["permission_context"] = {
+        "mode": "explore",
+        "rules": [{"tool": "shell", "decision": "deny", "pattern": "rm *"}],
+    }
+    state.extensions["plan_mode_context"] = {"active": True, "plan_file": "PLAN.md"}
+    state.extensions["tasks_context"] = {
+        "todos": [{"content": "one", "status": "in_progress", "id": "a" * 32}],
+        "revision": 2,
+        "objective": None,
+    }
     out = json.loads(write_state(state, "agentscope"))
+    assert out["permission_context"]["mode"] == "explore"
     assert out["permission_context"]["deny_rules"] == {
         "shell": [
             {"tool_name": "shell", "rule_content": "rm *", "behavior": "deny", "source": None}
         ]
     }
+    assert out["plan_mode_context"] == {"plan_active": True, "current_plan_file": "PLAN.md"}
+    [task] = out["tasks_context"]["tasks"]
+    assert (task["subject"], task["state"], task["id"]) == ("one", "in_progress", "a" * 32)
+    assert out["tasks_context"]["revision"] == 2
+
+
+def test_our_own_state_exports_to_agentscope_and_back() -> None:
+    state = AgentState(session_id="s", user_id="u", summary="so far")
+    rule = {"tool_name": "shell", "rule_content": "rm *", "behavior": "deny", "source": None}
+    state.put_section("permission_context", {"mode": "default", "deny_rules": {"shell": [rule]}})
+    task = {"id": "a" * 32, "subject": "one", "state": "in_progress"}
+    state.put_section("tasks_context", {"tasks": [task], "revision": 1})
+    state.put_section("memory", {"notes": ["likes trains"]})
+    out = json.loads(write_state(state, "agentscope"))
+    assert out["permission_context"]["deny_rules"] == {"shell": [rule]}
     assert out["hookagent_extensions"] == {"memory": {"notes": ["likes trains"]}}
     back = from_agentscope(out)
     again = AgentState.from_json(json.dumps(back))
-    assert again.permission_context == state.permission_context
-    assert again.tasks_context == state.tasks_context
+    for name in ("permission_context", "tasks_context"):
+        assert again.extensions[name] == state.extensions[name], name
     assert again.extensions["memory"] == {"notes": ["likes trains"]}
     assert again.summary == "so far"
     out["hookagent_extensions"]["context"] = []  # never a way round the converter's checks

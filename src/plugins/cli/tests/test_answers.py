@@ -70,6 +70,7 @@ TOOLS = ["--tool", "asking:deploy", "--tool", "asking:wait_ci"]
     ("flag", "expect"),
     [
         ("--approve {id}", "success: deployed to prod"),
+        ("--always {id}", "success: deployed to prod"),  # remember: for a permission plugin
         ("--reject {id}:not today", "denied: not today"),
     ],
 )
@@ -106,7 +107,7 @@ def test_chat_asks_and_goes_on(pty_cli, env) -> None:
     chat.expect(r"you> ")
     chat.send("ship it\n")
     chat.expect(r"\? deploy\(env='prod'\): deploy to production\?")
-    chat.expect(r"approve\? \[y/N, or a reason to refuse\] ")
+    chat.expect(r"approve\? \[y/N/always, or a reason to refuse\] ")
     chat.send("y\n")
     chat.expect(r"agent> success: deployed to prod")
     chat.expect(r"you> ")

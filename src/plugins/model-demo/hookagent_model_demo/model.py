@@ -10,8 +10,9 @@ import anyio
 from hookagent.context import RuntimeContext
 from hookagent.errors import ModelError
 from hookagent.messages import ContentBlock, Msg, TextBlock, ToolUseBlock
-from hookagent.models import ModelDelta, ModelRequest, ModelResponse
+from hookagent.models import REASONING, ModelDelta, ModelRequest, ModelResponse
 
+from .digest import digest
 from .rules import decide, tool_use_id
 
 _WORDS = re.compile(r"\S+\s*|\s+")
@@ -23,17 +24,25 @@ class DemoModel:
     ``delay`` is the pause before each streamed chunk (seconds), so that a demo can show
     streaming and interrupt a reply while it is being written; ``stream=False`` answers in
     one piece (one delta, no pause), like the openai provider's option of that name.
+    ``context_window`` is the window it declares (tokens), which budgeting plugins read.
+    A request whose purpose is not ``"reasoning"`` (a compaction summary request) gets a
+    deterministic digest of its text (``digest.py``), labelled ``[demo summary]``.
     """
 
     name = "demo"
 
     def __init__(
-        self, delay: float = 0.02, chunk_words: int = 2, stream: bool = True, **unknown: Any
+        self,
+        delay: float = 0.02,
+        chunk_words: int = 2,
+        stream: bool = True,
+        context_window: int = 32_768,
+        **unknown: Any,
     ) -> None:
         if unknown:
             raise ModelError(
                 f"model 'demo' got unknown option(s) {', '.join(sorted(unknown))}; "
-                "known: delay, chunk_words, stream"
+                "known: delay, chunk_words, stream, context_window"
             )
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 5:
             raise ModelError(
@@ -43,11 +52,27 @@ class DemoModel:
             raise ModelError(f"model 'demo': chunk_words must be an int >= 1, got {chunk_words!r}")
         if not isinstance(stream, bool):
             raise ModelError(f"model 'demo': stream must be True or False, got {stream!r}")
+        if (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window < 1
+        ):
+            raise ModelError(
+                f"model 'demo': context_window must be an int >= 1, got {context_window!r}"
+            )
+        self.context_window = context_window
         self.delay = float(delay)
         self.chunk_words = chunk_words
         self.streams = stream
 
     def _respond(self, request: ModelRequest) -> ModelResponse:
+        if request.purpose != REASONING:
+            text = digest("\n".join(m.text for m in request.messages))
+            return ModelResponse(
+                Msg.assistant(text, metadata={"model": "demo", "purpose": request.purpose}),
+                usage={"output_words": len(text.split())},
+                stop_reason="end_turn",
+            )
         plan = decide(request.messages, [t.name for t in request.tools])
         content: list[ContentBlock] = [TextBlock(plan.text)]
         if plan.tool is not None:

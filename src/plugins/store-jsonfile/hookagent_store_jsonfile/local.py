@@ -200,6 +200,8 @@ class LocalJsonFileStore:
         where flock is unreliable, ``"multi"`` is refused with ``StoreConfigurationError``.
     """
 
+    locality = "host"  # kernel.store_locality: every process on this machine, no other host
+
     def __init__(
         self,
         root: str | os.PathLike[str],

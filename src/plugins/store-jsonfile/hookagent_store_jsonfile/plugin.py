@@ -17,8 +17,10 @@ def _factory(url: str, **options: Any) -> Any:
 
 @hookimpl
 def hookagent_register_state_stores(register: StoreRegister) -> None:
-    for scheme in (*LOCAL_SCHEMES, *FSSPEC_SCHEMES):
-        register(scheme, _factory)
+    for scheme in LOCAL_SCHEMES:
+        register(scheme, _factory, locality="host")
+    for scheme in FSSPEC_SCHEMES:
+        register(scheme, _factory, locality="process" if scheme == "memory" else "shared")
 
 
 @hookimpl

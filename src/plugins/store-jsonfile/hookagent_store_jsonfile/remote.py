@@ -133,6 +133,8 @@ class FsspecJsonFileStore:
         if protocol in ("file", "local") and fs is None:
             raise StoreConfigurationError(f"{url!r}: use LocalJsonFileStore for local paths")
         self.url = url
+        # kernel.store_locality: an in-process memory:// filesystem, else every host
+        self.locality = "process" if protocol == "memory" else "shared"
         self.writers = writers
         self.root = root.rstrip("/")
         self._lock = _root_lock(protocol, self.root)

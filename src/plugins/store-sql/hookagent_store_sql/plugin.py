@@ -41,4 +41,4 @@ def open_store(url: str, **options: Any) -> Opening:
 @hookimpl
 def hookagent_register_state_stores(register: StoreRegister) -> None:
     for scheme in SCHEMES:
-        register(scheme, open_store)
+        register(scheme, open_store, locality="host" if "sqlite" in scheme else "shared")

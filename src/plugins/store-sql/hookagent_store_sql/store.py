@@ -106,6 +106,8 @@ class SQLAgentStateStore:
                 f"expected an SQLAlchemy URL or AsyncEngine, got {type(engine).__name__}"
             )
         self._backend = backend_of(self._engine)
+        # kernel.store_locality: a SQLite file is this host's; a server is every host's
+        self.locality = "host" if self._engine.dialect.name == "sqlite" else "shared"
         prefix = table_prefix if table_prefix is not None else url_opts.get("table_prefix")
         self._names = TableNames(
             prefix if prefix is not None else TableNames().prefix,

@@ -259,11 +259,19 @@ async def test_unconditional_creates_and_rewrites(store) -> None:
 
 def test_plugin_registers_every_scheme() -> None:
     seen = {}
-    hookagent_register_state_stores(lambda scheme, factory: seen.setdefault(scheme, factory))
+    localities = {}
+
+    def register(scheme, factory, *, locality="shared"):
+        seen.setdefault(scheme, factory)
+        localities[scheme] = locality
+
+    hookagent_register_state_stores(register)
     assert {"postgresql+asyncpg", "mysql+aiomysql", "mariadb+aiomysql", "sqlite+aiosqlite"} <= set(
         seen
     )
     assert all(f is open_store for f in seen.values())
+    assert localities["sqlite"] == localities["sqlite+aiosqlite"] == "host"  # one machine's file
+    assert localities["postgresql"] == localities["mariadb"] == "shared"  # a server
     from importlib.metadata import entry_points
 
     eps = {ep.name: ep.value for ep in entry_points(group="hookagent")}

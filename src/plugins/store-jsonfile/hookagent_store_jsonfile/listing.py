@@ -50,6 +50,10 @@ TICK_NS = 20_000_000
 """Headroom over the kernel's coarse clock tick (at most 10 ms) behind a file's timestamps."""
 INDEX_IDS = 200_000
 """Session ids kept in all the indexes of one store instance (least recently used out)."""
+CREATED_IDS = 20_000
+"""Creations remembered per store instance for listings (``created``; about 0.5 KiB each
+with uuid ids, 9 MiB when full; the least recent forgotten first: a forgotten one is verified
+as any other session is)."""
 
 
 def signature(st: os.stat_result) -> Sig:
@@ -108,7 +112,7 @@ class SessionIndex:
         with self._lock:
             self._created[(user_id, session_id)] = signature(st)
             self._created.move_to_end((user_id, session_id))
-            while len(self._created) > INDEX_IDS:
+            while len(self._created) > CREATED_IDS:
                 self._created.popitem(last=False)
 
     def forget(self, user_id: str, session_id: str) -> None:

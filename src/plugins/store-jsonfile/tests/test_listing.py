@@ -191,3 +191,16 @@ async def test_no_creation_is_trusted_where_links_do_not_count_subdirectories(
     counted.update(scandir=0, stat=0)
     assert await _all(store, 10) == ["a", "b"]
     assert counted["stat"] >= 6  # verified: three lstats each
+
+
+async def test_the_creations_remembered_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: dict[str, int]
+) -> None:
+    monkeypatch.setattr(listing, "CREATED_IDS", 2)
+    store = LocalJsonFileStore(tmp_path / "root")
+    for sid in ("a", "b", "c"):
+        await _save(store, sid)
+    assert len(store._core.index._created) == 2  # "a", the oldest, is forgotten
+    counted.update(scandir=0, stat=0)
+    assert await _all(store, 10) == ["a", "b", "c"]
+    assert 3 + 2 <= counted["stat"] <= 3 + 2 + 2  # three lstats for "a", one for the others

@@ -12,6 +12,18 @@ A change made within the same timestamp tick as the scan could leave the signatu
 so an index whose directory changed less than ``racy_ns`` before the scan is used for that one
 page only and not kept (as git does for a racily clean index). Nothing is written to disk, so
 there is nothing to keep crash-safe.
+
+A session's first sighting costs three lstats (its directory, its ``agent_state`` key
+directory, the head), except for the sessions this instance created itself: their first save
+records the session directory's signature right after its commit (``created``), and a page
+that finds that same signature trusts it (one lstat). That record is taken within the clock
+tick of the commit, so it is kept only where a directory's link count counts its
+subdirectories (ext4, XFS, tmpfs: the key directory makes it at least 3): a later delete of
+the key (its directory renamed away and removed) then changes the signature even within the
+same tick. What is left is a delete and a new subdirectory in that session within that
+tick, both after the commit: such a page may list the session until its directory changes
+again. Why: a listing right after a bulk creation verified every new session three times
+over (issue 13: 3.2x SQLite's time).
 """
 
 from __future__ import annotations
@@ -38,10 +50,20 @@ TICK_NS = 20_000_000
 """Headroom over the kernel's coarse clock tick (at most 10 ms) behind a file's timestamps."""
 INDEX_IDS = 200_000
 """Session ids kept in all the indexes of one store instance (least recently used out)."""
+CREATED_IDS = 20_000
+"""Creations remembered per store instance for listings (``created``; about 0.5 KiB each
+with uuid ids, 9 MiB when full; the least recent forgotten first: a forgotten one is verified
+as any other session is)."""
 
 
 def signature(st: os.stat_result) -> Sig:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink)
+
+
+def counts_subdirs(st: os.stat_result) -> bool:
+    """A session directory holding its key directory, whose link count counts it (2 + its
+    subdirectories, as on ext4, XFS and tmpfs; btrfs always says 1)."""
+    return st.st_nlink >= 3
 
 
 def racy_ns(mtime_ns: int) -> int:
@@ -73,10 +95,30 @@ class SessionIndex:
         self.scans = 0
         """How many user-directory scans were made (tests pin O(page) with it)."""
         self._key = "/".join(id_parts(AGENT_STATE_KEY))
+        self._created: OrderedDict[tuple[str, str], Sig] = OrderedDict()
+        """(user_id, session_id) -> the session directory's signature right after this
+        instance's first save of its ``agent_state`` key committed."""
 
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
+            self._created.clear()
+
+    def created(self, user_id: str, session_id: str, st: os.stat_result) -> None:
+        """This instance's first save of the session's ``agent_state`` key just committed;
+        ``st`` is the session directory's (f)stat taken right after that commit."""
+        if not counts_subdirs(st):  # a delete in the same tick could leave the signature
+            return
+        with self._lock:
+            self._created[(user_id, session_id)] = signature(st)
+            self._created.move_to_end((user_id, session_id))
+            while len(self._created) > CREATED_IDS:
+                self._created.popitem(last=False)
+
+    def forget(self, user_id: str, session_id: str) -> None:
+        """A delete by this instance: its record of the session's creation is void."""
+        with self._lock:
+            self._created.pop((user_id, session_id), None)
 
     def page(
         self, ud: int, user_id: str, limit: int, cursor: str | None,
@@ -88,7 +130,7 @@ class SessionIndex:
         at = bisect.bisect_right(index.ids, cursor) if cursor else 0
         ids: list[str] = []
         for i in range(at, len(index.ids)):
-            if not self._has_state(ud, index, i, has_state):
+            if not self._has_state(ud, user_id, index, i, has_state):
                 continue  # a directory left by a crashed first save, or a deleted key's
             if len(ids) == limit:
                 return SessionPage(tuple(ids), ids[-1])
@@ -96,11 +138,13 @@ class SessionIndex:
         return SessionPage(tuple(ids), None)
 
     def _has_state(
-        self, ud: int, index: Index, i: int, has_state: Callable[[list[str]], bool]
-    ) -> bool:
+        self, ud: int, user_id: str, index: Index, i: int,
+        has_state: Callable[[list[str]], bool],
+    ) -> bool:  # fmt: skip
         """Whether session ``i`` holds a committed key: one lstat of its directory while it
-        is unchanged since its ``agent_state`` head was seen, else the check itself (that
-        head in two lstats, or ``has_state`` for the other keys)."""
+        is unchanged since its ``agent_state`` head was seen (or since this instance created
+        it), else the check itself (that head in two lstats, or ``has_state`` for the other
+        keys)."""
         rel = "/".join(index.parts[i])
         now = time.time_ns()
         try:
@@ -111,6 +155,9 @@ class SessionIndex:
             return False
         sig = signature(st)
         if index.state[i] == sig:
+            return True
+        if self._created.get((user_id, index.ids[i])) == sig:
+            index.state[i] = sig
             return True
         if not self._has_main_key(ud, rel):
             return has_state(index.parts[i])  # (never kept: a long key lives one level down)

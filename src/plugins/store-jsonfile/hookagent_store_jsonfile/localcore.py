@@ -35,7 +35,7 @@ from hookagent.errors import (
 )
 from hookagent.messages import Msg
 from hookagent.state import AgentState
-from hookagent.store.base import UNCONDITIONAL, ExpectedVersion, Fence, Versioned
+from hookagent.store.base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion, Fence, Versioned
 
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
@@ -330,6 +330,8 @@ class LocalCore(LocalCreate):
                     sd, sparts, kparts, kd, data, len(payloads), head_state, new_dirs
                 )
                 self.cache.drop(*ck)
+                if ck[2] == AGENT_STATE_KEY:  # a listing trusts this (``listing``)
+                    self.index.created(ck[0], ck[1], os.fstat(sd))
             elif append and tip is not None:
                 assert kd is not None
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)

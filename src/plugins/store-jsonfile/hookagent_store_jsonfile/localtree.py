@@ -148,6 +148,7 @@ class LocalTree:
         return True
 
     def delete(self, user_id: str, session_id: str, key: str | None) -> bool:
+        self.index.forget(user_id, session_id)
         root = self.root()
         where = where_of(user_id, session_id, key or "*")
         sparts = slot_parts(user_id, session_id)

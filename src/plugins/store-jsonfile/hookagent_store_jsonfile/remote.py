@@ -21,6 +21,7 @@ import errno
 import functools
 import secrets
 import threading
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,6 +83,15 @@ def _root_lock(protocol: str, root: str) -> threading.Lock:
         return _LOCKS.setdefault((protocol, root), threading.Lock())
 
 
+VERIFIED_CONDITIONAL = frozenset({"file", "local", "memory"})
+"""Filesystems whose exclusive create is verified atomic here: ``O_EXCL`` on local disk, one
+process's dict for ``memory://`` (which no other host sees)."""
+
+
+class UnverifiedConditionalWrites(UserWarning):
+    """``writers="multi"`` on a filesystem whose exclusive create this store cannot verify."""
+
+
 class FsspecJsonFileStore:
     """Versioned slots on an fsspec filesystem (``memory://``, ``s3://`` ...), one writer.
 
@@ -133,6 +143,17 @@ class FsspecJsonFileStore:
         if writers == "multi":
             self._cas = CasCore(self.fs, self.root, cache_slots)
             self._guard(self._cas.probe)
+            if protocol not in VERIFIED_CONDITIONAL:
+                warnings.warn(
+                    f"{url!r}: writers='multi' relies on fsspec's exclusive create ('xb') of "
+                    f"the {protocol!r} filesystem being one atomic conditional write. The "
+                    "probe passed, but it cannot tell that from a check-then-put: there, two "
+                    "hosts saving one slot at once can both be acknowledged and one save is "
+                    "lost with no error. Only use it where the driver documents 'xb' as a "
+                    "conditional write (see docs/stores/jsonfile.md)",
+                    UnverifiedConditionalWrites,
+                    stacklevel=2,
+                )
 
     def __repr__(self) -> str:
         return f"FsspecJsonFileStore({self.url!r}, writers={self.writers!r})"

@@ -146,3 +146,61 @@ async def test_directories_without_state_are_skipped_across_pages(tmp_path: Path
     page = await store.list_session_ids("u", limit=2, cursor="c")
     assert page.session_ids == ("e",) and page.next_cursor is None
     assert (await store.list_session_ids("nobody")).session_ids == ()
+
+
+async def test_sessions_this_instance_created_cost_one_stat_each(
+    tmp_path: Path, counted: dict[str, int]
+) -> None:
+    """Right after a bulk creation: the page trusts the signatures the first saves recorded
+    (issue 13: every new session used to be verified with three lstats)."""
+    store = LocalJsonFileStore(tmp_path / "root")
+    sids = [f"s{i:03d}" for i in range(60)]
+    for sid in sids:
+        await _save(store, sid)
+    counted.update(scandir=0, stat=0)
+    assert await _all(store, 100) == sids
+    assert counted["stat"] <= len(sids) + 2  # one lstat per session (+ the user directory)
+    other = LocalJsonFileStore(tmp_path / "root")  # created by another instance: verified
+    counted.update(scandir=0, stat=0)
+    assert await _all(other, 100) == sids
+    assert counted["stat"] >= 3 * len(sids)
+
+
+async def test_a_delete_right_after_an_own_creation_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within the clock tick of the creation the timestamps can stay as they were: the link
+    count tells the delete apart (the session directory stays: its fence record keeps it)."""
+    monkeypatch.setattr(listing, "signature", lambda st: (st.st_dev, st.st_ino, 0, 0, st.st_nlink))
+    root = tmp_path / "root"
+    store, other = LocalJsonFileStore(root), LocalJsonFileStore(root)
+    await _save(store, "a", fence=Fence(1, "o"))
+    await _save(store, "b")
+    await other.delete("u", "a", "agent_state")
+    assert root.joinpath(*slot_parts("u", "a")).is_dir()
+    assert await _all(store, 10) == ["b"]
+
+
+async def test_no_creation_is_trusted_where_links_do_not_count_subdirectories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: dict[str, int]
+) -> None:
+    monkeypatch.setattr(listing, "counts_subdirs", lambda st: False)  # e.g. btrfs
+    store = LocalJsonFileStore(tmp_path / "root")
+    for sid in ("a", "b"):
+        await _save(store, sid)
+    counted.update(scandir=0, stat=0)
+    assert await _all(store, 10) == ["a", "b"]
+    assert counted["stat"] >= 6  # verified: three lstats each
+
+
+async def test_the_creations_remembered_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: dict[str, int]
+) -> None:
+    monkeypatch.setattr(listing, "CREATED_IDS", 2)
+    store = LocalJsonFileStore(tmp_path / "root")
+    for sid in ("a", "b", "c"):
+        await _save(store, sid)
+    assert len(store._core.index._created) == 2  # "a", the oldest, is forgotten
+    counted.update(scandir=0, stat=0)
+    assert await _all(store, 10) == ["a", "b", "c"]
+    assert 3 + 2 <= counted["stat"] <= 3 + 2 + 2  # three lstats for "a", one for the others

@@ -12,6 +12,7 @@ from hookagent.testing.crash import kill_mid_save
 TOY = textwrap.dedent(
     '''
     import os
+    import time
     from hookagent import AgentState, Versioned, VersionConflict, codec
 
     class FileStore:
@@ -37,6 +38,7 @@ TOY = textwrap.dedent(
                 for at in range(0, len(data), 4096):  # a slow write, to be cut mid-way
                     f.write(data[at : at + 4096])
                     f.flush()
+                    time.sleep(0.002)  # most time is mid-write: kills land there, even on a busy machine
             if self.atomic:
                 os.replace(target, self.path)
             state.context.mark_committed()
@@ -59,7 +61,7 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_store_written_in_place_is_caught(toy: Path) -> None:
     with pytest.raises(AssertionError, match="does not load"):
-        kill_mid_save("toy_crash_store:FileStore", str(toy / "s.json"), "no", kills=12)
+        kill_mid_save("toy_crash_store:FileStore", str(toy / "s.json"), "no", kills=20)
 
 
 def test_an_atomic_store_passes(toy: Path) -> None:

@@ -48,6 +48,9 @@ class AgentConfig:
     warning. ``model`` is a model object or the name of a registered provider.
     ``plugin_manager`` uses a manager you made (``create_plugin_manager``) instead of a new
     one: its plugins and monitors (the test fixtures pass theirs).
+    ``session_log`` (a URL or a ``hookagent.sessionlog.SessionLog``) makes a session log
+    the state's authority (EVENT_LOG mode, the ``hookagent-session-log`` plugin): the
+    ``state_store`` is then not consulted.
     ``plugin_options`` holds each plugin's options under its name (``{"permissions":
     {"mode": "explore"}}``); the plugin checks them in ``hookagent_configure``.
     ``max_iterations`` counts model calls per turn (a resumed turn goes on counting).
@@ -67,6 +70,7 @@ class AgentConfig:
     )
     state_store: AgentStateStore | str | None = None
     state_store_options: dict[str, Any] = attrs.Factory(dict)
+    session_log: Any = None
     default_session_id: str = "default"
     max_iterations: int = 10
     parallel_tool_calls: bool | None = None

@@ -89,6 +89,40 @@ class StorageDurabilityError(SessionStoreError):
     """fsync failed: the data may not be durable. The store handle is poisoned, never retried."""
 
 
+class SessionLogError(SessionStoreError):
+    """Base of the session log's errors (``hookagent.sessionlog``)."""
+
+
+class LeaseHeld(SessionLogError):
+    """``acquire`` found another owner's unexpired writer lease on the session's log."""
+
+
+class LogFenced(SessionLogError, Fenced):
+    """A commit, renewal or release by a writer that lost its lease (expired, or taken over:
+    its epoch is no longer the head's)."""
+
+
+class OwnerSealed(SessionLogError):
+    """An owner id that ``seal`` fenced forever on this session (a finished run's id)."""
+
+
+class StalePrefix(SessionLogError):
+    """A commit whose ``expected_seq`` is not the head's seq: the writer's view is stale."""
+
+    def __init__(self, message: str, *, expected: int, actual: int) -> None:
+        super().__init__(message)
+        self.expected, self.actual = expected, actual
+
+
+class BatchConflict(SessionLogError):
+    """A ``batch_id`` already committed with other content (a retry must resend the same)."""
+
+
+class LogCorrupt(CorruptState, SessionLogError):
+    """The log cannot be read as written: a head pointing at a missing commit, a gap in the
+    sequence, undecodable bytes. The log fails closed: nothing is read past it."""
+
+
 class StoreConfigurationError(SessionStoreError, ValueError):
     """A store URL or option that cannot be served (unknown scheme, unsafe mode)."""
 

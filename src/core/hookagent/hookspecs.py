@@ -84,6 +84,32 @@ def hookagent_register_state_stores(register: StoreRegister) -> None:
     """
 
 
+@hookspec
+def hookagent_register_session_logs(register: StoreRegister) -> None:
+    """Register the URL schemes of a plugin's session-log backends.
+
+    :param register: ``register(scheme, factory, locality="shared")``; ``factory(url,
+        **options)`` returns a ``hookagent.sessionlog.SessionLog`` (a coroutine is awaited).
+
+    Result: ignored. ``hookagent.sessionlog.open_session_log(url)`` and
+    ``AgentConfig(session_log=url)`` pick the factory by the URL's scheme.
+    """
+
+
+@hookspec(firstresult=True)
+def hookagent_state_authority(config: AgentConfig, kernel: Kernel) -> AgentStateStore | None:
+    """Provide the store that is the authority for a configuration's sessions (synchronous).
+
+    :param config: the configuration; ``config.session_log`` is what asks for one.
+    :param kernel: its ``Kernel`` (plugins, tools and model are bound, the store is not).
+
+    Result: an ``AgentStateStore`` (or an awaitable of one) that replaces ``state_store``:
+    the kernel loads and saves through it alone. The first non-None wins; the session-log
+    plugin answers for ``AgentConfig(session_log=...)``. A configuration with a
+    ``session_log`` that no plugin answers for is refused with ``ConfigurationError``.
+    """
+
+
 @hookspec(firstresult=True)
 def hookagent_default_state_store(agent_id: str) -> AgentStateStore | None:
     """Provide the store used when a configuration names none (synchronous only).

@@ -20,7 +20,13 @@ import anyio
 import anyio.from_thread
 import attrs
 
-from .errors import AgentError, ModelError, StoreConfigurationError, ToolDefinitionError
+from .errors import (
+    AgentError,
+    ConfigurationError,
+    ModelError,
+    StoreConfigurationError,
+    ToolDefinitionError,
+)
 from .gates import LocalSessionGate, SessionGate
 from .models import Model, ToolSpec
 from .plugins import create_plugin_manager
@@ -80,12 +86,14 @@ class Kernel:
         self._store_reopen: Callable[[], Any] | None = None
         self._store_ready: anyio.Event | None = None
         self._owns_store = False
-        if config.state_store is None:
+        if config.state_store is None and config.session_log is None:
             self._bind_store()  # the default store is an object: nothing opens yet
         self.store_locality = self._locality()
         counter = self.relay.token_counter()
         self.token_counter: TokenCounter = counter or estimate_tokens
         self.relay.configure(config, self)  # a plugin refuses here, before a store opens
+        if config.session_log is not None:
+            self._bind_authority()
         self._bind_store()
         self._portal_lock = threading.Lock()
         self._portal: anyio.from_thread.BlockingPortal | None = None
@@ -195,6 +203,21 @@ class Kernel:
         if spec is None:
             spec = self._store
         return check_locality(getattr(spec, "locality", "shared"), f"store {spec!r}")
+
+    def _bind_authority(self) -> None:
+        """``session_log`` set: the store a plugin provides for it is the only one used."""
+        authority = self.relay.state_authority(self.config, self)
+        if authority is None:
+            raise ConfigurationError(
+                f"agent {self.config.id!r}: session_log={self.config.session_log!r} needs the "
+                "session-log plugin (pip install hookagent-session-log), which is not loaded"
+            )
+        self._store = self._store_pending = None
+        self._set_store(authority)
+        self._owns_store = True
+        self.store_locality = check_locality(
+            getattr(authority, "locality", "shared"), f"session log store {authority!r}"
+        )
 
     def _bind_store(self) -> None:
         if self._store is not None or self._store_pending is not None:

@@ -106,6 +106,9 @@ class HookRelay:
     def default_state_store(self, agent_id: str) -> AgentStateStore | None:
         return self._hook.hookagent_default_state_store(agent_id=agent_id)  # type: ignore[no-any-return]
 
+    def state_authority(self, config: AgentConfig, kernel: Kernel) -> Any:
+        return self._hook.hookagent_state_authority(config=config, kernel=kernel)
+
     # ---- configuration
     def configure(self, config: AgentConfig, kernel: Kernel) -> None:
         self._hook.hookagent_configure(config=config, kernel=kernel)

@@ -21,6 +21,7 @@ from hookagent import (
     Msg,
     RunEvent,
     RuntimeContext,
+    StoreConfigurationError,
     ToolCall,
     ToolResultBlock,
     Workspace,
@@ -138,6 +139,48 @@ async def test_hook_hookagent_register_state_stores() -> None:
 
     with pytest.raises(HookContractError, match="registered twice"):
         config(Stores(), Twice(), state_store="async-mem://x").build()
+
+
+async def test_hook_hookagent_register_session_logs() -> None:
+    from hookagent.sessionlog import InMemorySessionLog, open_session_log, session_log_registration
+
+    class Logs:
+        @hookimpl
+        def hookagent_register_session_logs(self, register: Any) -> None:
+            async def opening(url: str, **options: Any) -> InMemorySessionLog:
+                return InMemorySessionLog()
+
+            register("mem-log", opening, locality="process")
+
+    pm = config(Logs()).kernel.pm
+    assert session_log_registration(pm, "mem-log://x")[2] == "process"
+    log = await open_session_log("mem-log://x", plugin_manager=pm)
+    assert (await log.head("u", "s")).seq == 0
+    with pytest.raises(StoreConfigurationError, match="registered: mem-log"):
+        await open_session_log("nope://x", plugin_manager=pm)
+
+
+async def test_hook_hookagent_state_authority() -> None:
+    """A configuration with a session_log loads and saves through the plugin's store only."""
+    authority = InMemoryAgentStateStore()
+    asked: list[object] = []
+
+    class Authority:
+        @hookimpl
+        def hookagent_state_authority(self, config: AgentConfig, kernel: Any) -> Any:
+            asked.append(config.session_log)
+            return authority
+
+    ignored = InMemoryAgentStateStore()
+    cfg = config(
+        Authority(), state_store=ignored, session_log="x://y", model=ScriptedModel(default="ok")
+    )
+    assert (await call(cfg)).text == "ok"
+    assert asked == ["x://y"] and cfg.kernel.store_locality == "process"
+    assert (await authority.get_versioned("u", "s")).version == 1
+    assert (await ignored.get_versioned("u", "s")).version == 0
+    with pytest.raises(ConfigurationError, match="needs the session-log plugin"):
+        config(session_log="x://y").build()
 
 
 async def test_hook_hookagent_configure() -> None:

@@ -1,0 +1,48 @@
+"""The session log's contract (EVENT_LOG mode): what backends implement and plugins use.
+
+The recorder, the projection and the operator tools are the ``hookagent-session-log``
+plugin's; the backends are in the store plugins; this package is the seam between them
+(docs/session-log.md).
+"""
+
+from .base import (
+    CHECKPOINT,
+    DEFAULT_LEASE_SECONDS,
+    LOG_SCHEMA_VERSION,
+    CommitResult,
+    LogEvent,
+    LogHead,
+    LogWriter,
+    SessionLog,
+    SessionPage,
+)
+from .batch import MAX_BATCH_BYTES, MAX_BATCH_EVENTS, batch_digest, decode_batch, encode_batch
+from .memory import InMemorySessionLog
+from .open import collect_session_logs, open_session_log, session_log_registration
+from .rules import CommitPlan, encode_commit, holds, plan_acquire, plan_commit
+
+__all__ = [
+    "CHECKPOINT",
+    "DEFAULT_LEASE_SECONDS",
+    "LOG_SCHEMA_VERSION",
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_EVENTS",
+    "CommitPlan",
+    "CommitResult",
+    "InMemorySessionLog",
+    "LogEvent",
+    "LogHead",
+    "LogWriter",
+    "SessionLog",
+    "SessionPage",
+    "batch_digest",
+    "collect_session_logs",
+    "decode_batch",
+    "encode_batch",
+    "encode_commit",
+    "holds",
+    "open_session_log",
+    "plan_acquire",
+    "plan_commit",
+    "session_log_registration",
+]

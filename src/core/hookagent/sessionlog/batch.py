@@ -1,0 +1,139 @@
+"""One commit's bytes: the events of a batch, encoded once, compared by digest.
+
+A backend stores a commit as opaque bytes (``encode_batch``) with its first seq, and gives
+them back to ``decode_batch``; it never parses them. The encoding is deterministic, so a
+retried batch (the same ``LogEvent`` values) has the same ``batch_digest`` and the
+idempotency rule is a comparison of two short strings. Keys are short on purpose: an event
+costs a few dozen bytes besides its payload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from ..codec import dumps, loads
+from ..errors import CorruptState, InvalidState, LogCorrupt, StateTooLarge
+from .base import LOG_SCHEMA_VERSION, LogEvent
+
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+"""Largest commit, in encoded bytes (a state's own limit)."""
+MAX_BATCH_EVENTS = 10_000
+_KEYS = frozenset({"v", "id", "t", "r", "run", "turn", "at", "p"})
+
+
+def check_type(kind: object) -> str:
+    """An event type: ``area/name``, printable, at most 128 characters."""
+    if (
+        not isinstance(kind, str)
+        or not 3 <= len(kind) <= 128
+        or "/" not in kind.strip("/")
+        or not kind.isprintable()
+        or kind != kind.strip()
+    ):
+        raise InvalidState(
+            f"an event type is 'area/name' (message/appended, acme/review_note), got {kind!r}"
+        )
+    return kind
+
+
+def _doc(event: LogEvent) -> dict[str, Any]:
+    if not isinstance(event, LogEvent):
+        raise InvalidState(f"a batch holds LogEvent values, got {type(event).__name__}")
+    check_type(event.type)
+    if event.schema_version != LOG_SCHEMA_VERSION:
+        raise InvalidState(
+            f"event schema_version {event.schema_version} is not {LOG_SCHEMA_VERSION}"
+        )
+    if (
+        type(event.required) is not bool
+        or not isinstance(event.event_id, str)
+        or not event.event_id
+    ):
+        raise InvalidState(f"event {event.type}: required is a bool and event_id a non-empty str")
+    for name in ("run_id", "turn_id"):
+        if getattr(event, name) is not None and not isinstance(getattr(event, name), str):
+            raise InvalidState(f"event {event.type}: {name} is a str or None")
+    if type(event.occurred_at) not in (int, float):
+        raise InvalidState(f"event {event.type}: occurred_at is a number")
+    doc: dict[str, Any] = {"id": event.event_id, "t": event.type, "at": event.occurred_at}
+    if not event.required:
+        doc["r"] = False
+    if event.run_id is not None:
+        doc["run"] = event.run_id
+    if event.turn_id is not None:
+        doc["turn"] = event.turn_id
+    if event.payload:
+        doc["p"] = dict(event.payload)
+    return doc
+
+
+def encode_batch(events: Sequence[LogEvent]) -> bytes:
+    """The commit's bytes (seqs are not in them: they are the commit's position)."""
+    if not isinstance(events, Sequence) or isinstance(events, (str, bytes)):
+        raise InvalidState(f"a batch is a sequence of LogEvent, got {type(events).__name__}")
+    if not 1 <= len(events) <= MAX_BATCH_EVENTS:
+        raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
+    try:
+        return dumps([_doc(e) for e in events], limit=MAX_BATCH_BYTES, what="log batch")
+    except StateTooLarge:
+        raise
+    except InvalidState:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise InvalidState(f"a log batch is not JSON data: {exc}") from None
+
+
+def batch_digest(data: bytes) -> str:
+    """What the idempotency rule compares: the same batch encodes to the same digest."""
+    return hashlib.sha256(data).hexdigest()[:40]
+
+
+def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> list[LogEvent]:
+    """The events of a stored commit, numbered from ``first_seq``; ``LogCorrupt`` if the
+    bytes are not what ``encode_batch`` writes."""
+    try:
+        docs = loads(data, limit=MAX_BATCH_BYTES, what="log batch")
+    except CorruptState as exc:
+        raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
+    if not isinstance(docs, list) or not docs:
+        raise LogCorrupt(f"{where}: commit at seq {first_seq} is not a list of events")
+    out: list[LogEvent] = []
+    for i, doc in enumerate(docs):
+        seq = first_seq + i
+        if (
+            not isinstance(doc, dict)
+            or not doc.keys() <= _KEYS
+            or not isinstance(doc.get("id"), str)
+            or not isinstance(doc.get("t"), str)
+            or type(doc.get("at")) not in (int, float)
+            or not isinstance(doc.get("p", {}), dict)
+            or type(doc.get("r", True)) is not bool
+            or not isinstance(doc.get("run", ""), str)
+            or not isinstance(doc.get("turn", ""), str)
+        ):
+            raise LogCorrupt(f"{where}: event at seq {seq} is not an event envelope")
+        if doc.get("v", LOG_SCHEMA_VERSION) != LOG_SCHEMA_VERSION:
+            raise LogCorrupt(f"{where}: event at seq {seq} has schema version {doc.get('v')!r}")
+        out.append(
+            LogEvent(
+                doc["t"],
+                doc.get("p", {}),
+                doc.get("r", True),
+                doc.get("run"),
+                doc.get("turn"),
+                doc["id"],
+                doc["at"],
+                seq,
+            )
+        )
+    return out
+
+
+def batch_has_checkpoint(events: Sequence[LogEvent], first_seq: int, kind: str) -> int:
+    """The seq of the last event of type ``kind`` in the batch, or 0."""
+    for i in range(len(events) - 1, -1, -1):
+        if events[i].type == kind:
+            return first_seq + i
+    return 0

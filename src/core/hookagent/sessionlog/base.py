@@ -14,7 +14,7 @@ conformance suite (``hookagent.testing.SessionLogConformance``) checks on every 
   unexpired (checked inside the same atomic step as the write), ``StalePrefix`` when
   ``expected_seq != head.seq``, a no-op returning the first result when ``batch_id`` was
   committed with the same content, and ``BatchConflict`` when it was committed with other
-  content.
+  content. ``finish=True`` also ends the lease and seals the owner, atomically.
 * The commit's bytes are durable **before** the head moves; a commit the head never reached
   (an orphan, left by a crash) is invisible and never read; a head pointing at a commit that
   is missing fails closed with ``LogCorrupt``.
@@ -94,6 +94,8 @@ class LogWriter:
     owner: str
     epoch: int
     lease_until: float
+    seq: int = 0
+    """The head's seq when the lease was acquired (a writer checks its view against it)."""
 
 
 @attrs.frozen
@@ -148,7 +150,13 @@ class SessionLog(Protocol):
         batch_id: str,
         expected_seq: int,
         events: Sequence[LogEvent],
-    ) -> CommitResult: ...
+        *,
+        finish: bool = False,
+    ) -> CommitResult:
+        """Append ``events`` (the rules above). ``finish=True`` makes it the writer's last
+        commit: in the same atomic step the lease ends and the owner is sealed, so a run's
+        final save costs one round trip, not three."""
+        ...
 
     async def read_after(
         self, user_id: str, session_id: str, seq: int, limit: int | None = None

@@ -94,7 +94,7 @@ class InMemorySessionLog:
                 s.head, user_id, session_id, owner, self._clock(), lease, sealed=owner in s.sealed
             )
             s.head = head
-            return LogWriter(user_id, session_id, owner, head.epoch, head.lease_until)
+            return LogWriter(user_id, session_id, owner, head.epoch, head.lease_until, head.seq)
 
     async def renew(self, writer: LogWriter, lease_seconds: float) -> LogWriter:
         check_writer(writer)
@@ -132,7 +132,13 @@ class InMemorySessionLog:
             return s is not None and owner in s.sealed
 
     async def commit(
-        self, writer: LogWriter, batch_id: str, expected_seq: int, events: Sequence[LogEvent]
+        self,
+        writer: LogWriter,
+        batch_id: str,
+        expected_seq: int,
+        events: Sequence[LogEvent],
+        *,
+        finish: bool = False,
     ) -> CommitResult:
         check_writer(writer)
         check_batch_id(batch_id)
@@ -154,6 +160,7 @@ class InMemorySessionLog:
                 digest,
                 self._clock(),
                 prior=prior,
+                finish=finish,
             )
             if plan.result is not None:
                 return plan.result
@@ -165,6 +172,8 @@ class InMemorySessionLog:
             s.starts.append(plan.first_seq)
             s.commits.append(_Commit(plan.first_seq, plan.last_seq, batch_id, digest, data))
             s.by_batch[batch_id] = len(s.commits) - 1
+            if plan.seal is not None:
+                s.sealed.add(plan.seal)
             s.head = plan.head  # after the commit is in place
             return CommitResult(plan.first_seq, plan.last_seq, plan.head)
 

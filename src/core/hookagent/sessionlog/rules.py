@@ -131,6 +131,8 @@ class CommitPlan:
     digest: str
     head: LogHead
     result: CommitResult | None = None
+    seal: str | None = None
+    """An owner to seal in the same atomic step (``commit(..., finish=True)``)."""
 
 
 def encode_commit(events: Sequence[LogEvent]) -> tuple[bytes, str]:
@@ -153,6 +155,7 @@ def plan_commit(
     now: float,
     *,
     prior: tuple[int, int, str] | None,
+    finish: bool = False,
 ) -> CommitPlan:
     """Decide a commit. ``prior`` is (first_seq, last_seq, digest) of the commit already
     stored under ``batch_id`` if the head reached it (an orphan is not a prior)."""
@@ -180,4 +183,6 @@ def plan_commit(
             checkpoint = first + i
             break
     new_head = attrs.evolve(head, seq=last, commit_id=batch_id, checkpoint_seq=checkpoint)
-    return CommitPlan(first, last, data, digest, new_head)
+    if finish:  # the writer's last commit: the lease ends with it (the backend seals the owner)
+        new_head = attrs.evolve(new_head, owner=None, lease_until=0.0)
+    return CommitPlan(first, last, data, digest, new_head, seal=writer.owner if finish else None)

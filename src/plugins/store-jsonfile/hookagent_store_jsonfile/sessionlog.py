@@ -35,6 +35,7 @@ from hookagent.sessionlog.rules import (
 )
 from hookagent.store.ids import check_cursor, check_id, check_page_limit
 
+from . import logplant
 from . import posixio as io
 from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, _query_options, local_path
 from .local import check_cache_slots, check_root, check_writers, run_blocking
@@ -53,6 +54,17 @@ class _Face:
 
     locality: str
     _core: Any
+
+    # ---- for the conformance suite's crash checks: bytes behind the log's back
+    def plant_orphan(
+        self, user_id: str, session_id: str, batch_id: str, events: Sequence[LogEvent]
+    ) -> None:
+        """A commit written at ``head.seq + 1`` whose head never moved (a crash mid-commit)."""
+        logplant.plant_orphan(self, user_id, session_id, batch_id, events)
+
+    def plant_head(self, user_id: str, session_id: str, seq: int) -> None:
+        """Move the head to ``seq`` without a commit (a head pointing at a missing commit)."""
+        logplant.plant_head(self, user_id, session_id, seq)
 
     async def _run(self, func: Any, *args: Any) -> Any:
         raise NotImplementedError

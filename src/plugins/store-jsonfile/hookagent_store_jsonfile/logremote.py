@@ -24,6 +24,7 @@ writer process per root); ``"multi"`` needs the backend's own, probed at constru
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import threading
@@ -51,6 +52,7 @@ from .logfiles import (
     head_of,
     seal_name,
 )
+from .posixio import write_all
 from .remotecas import CasCore
 from .remotelist import leaves
 
@@ -99,6 +101,8 @@ class FsspecLogCore:
         self.writers, self.clock = writers, clock
         self.cas = CasCore(fs, self.root, 0)
         self._lock = lock
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        self.local = protocol in ("file", "local")
 
     def _one(self) -> Any:
         """The single-writer lock (whole steps), or nothing (exclusive create decides)."""
@@ -110,13 +114,36 @@ class FsspecLogCore:
             if self.writers == "single":  # (under the process lock: nobody else writes)
                 if self.fs.exists(path):
                     return False
-                self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-                self.fs.pipe_file(path, data)
+                self.put(path, data)
+            elif self.local:
+                self._link_create(path, data)
             else:
                 self.cas.create(path, data)
         except FileExistsError:
             return False
         return True
+
+    def _link_create(self, path: str, data: bytes) -> None:
+        """On the local fsspec filesystem ``"xb"`` is O_EXCL then a write: a writer killed
+        between them would leave a torn head version forever. A whole temp file hard-linked
+        to the name is exclusive and never torn."""
+        real = self.fs._strip_protocol(path)
+        parent = os.path.dirname(real)
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        tmp = os.path.join(parent, f".tmp.{os.getpid()}.{secrets.token_hex(8)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            try:
+                write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(tmp, real, follow_symlinks=False)
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
     def put(self, path: str, data: bytes) -> None:
         """A plain write (markers named by the head version they go with)."""

@@ -86,7 +86,15 @@ class LocalLogCore(LogTree):
         docs = [d for d in (decode_head_record(raw[:SLOT]), decode_head_record(raw[SLOT:])) if d]
         if not docs:
             raise LogCorrupt(f"{where}: the head file is damaged (no slot passes its checksum)")
-        return max(docs, key=lambda d: int(d["n"]))
+        doc = max(docs, key=lambda d: int(d["n"]))
+        seen = ses.seen
+        if seen is not None and seen[0] == doc["life"] and int(doc["n"]) < seen[1]:
+            raise LogCorrupt(
+                f"{where}: head write {seen[1]}, which this log handle saw, is gone (the head "
+                f"reads as write {doc['n']}): its slot is damaged. Nothing is written over it"
+            )
+        ses.seen = (str(doc["life"]), int(doc["n"]))
+        return doc
 
     def _write(self, ses: Session, doc: Doc | None, head: LogHead, last_first: int = -1) -> None:
         counter = 0 if doc is None else int(doc["n"])
@@ -95,6 +103,7 @@ class LocalLogCore(LogTree):
         record = encode_head_record(head_doc(head, counter=counter + 1, last_first=lf, life=life))
         io.write_all(ses.hd, record, ((counter + 1) % 2) * SLOT)
         _datasync(self.dur, ses.hd, "the session log head")
+        ses.seen = (life, counter + 1)
 
     # ------------------------------------------------------------------ lease
 

@@ -46,6 +46,9 @@ class Session:
         self.dead = False
         self.index: tuple[str, list[int]] | None = None
         """(life, sorted first seqs of the commit files seen): see ``loglocal._starts``."""
+        self.seen: tuple[str, int] | None = None
+        """(life, write counter) of the newest head this handle read or wrote: a head that
+        reads older in the same life is a damaged slot, not a tear (``loglocal._read``)."""
 
     def close(self) -> None:
         for fd in (self.hd, self.sd):
@@ -222,6 +225,7 @@ class LogTree:
     ) -> T:
         """``func(session)`` under the session's lock; ``absent()`` if there is no session
         (and ``create`` is false)."""
+        self.dur.check()  # a poisoned handle reads and writes nothing
         ck = (user_id, session_id)
         for _ in range(RETRIES):
             ses = self._open(user_id, session_id, create)

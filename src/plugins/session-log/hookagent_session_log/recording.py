@@ -140,7 +140,9 @@ class Recording:
                         return
                     self.writer = await self.log.renew(self.writer, self.lease)
         except Exception:  # the next commit is refused (fenced): that is where it fails
-            log.warning("session-log: renewing the lease of run %s failed", self.run_id, exc_info=True)
+            log.warning(
+                "session-log: renewing the lease of run %s failed", self.run_id, exc_info=True
+            )
 
 
 def _section_events(

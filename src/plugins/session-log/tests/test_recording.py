@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sessionlog_support import ctx, make_config
 from hookagent import ModelRequest, ModelResponse, Msg, StoreUnavailable
 from hookagent.sessionlog import InMemorySessionLog
 from hookagent.testing import ScriptedModel, tool_call
 from hookagent_session_log import SessionLogAdmin
+from sessionlog_support import ctx, make_config
 
 pytestmark = pytest.mark.anyio
 
@@ -51,8 +51,12 @@ async def test_a_second_call_writes_only_what_it_added(log: InMemorySessionLog) 
     await agent.call("b", ctx())
     added = await SessionLogAdmin(log).events("u", "s", after=before)
     assert [e.type for e in added] == [
-        "run/started", "message/appended", "model/dispatch", "model/end",
-        "message/appended", "run/finished",
+        "run/started",
+        "message/appended",
+        "model/dispatch",
+        "model/end",
+        "message/appended",
+        "run/finished",
     ]  # no checkpoint (nothing but the history changed), no history re-written
 
 

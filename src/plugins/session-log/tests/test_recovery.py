@@ -53,7 +53,9 @@ async def test_a_killed_tool_is_uncertain_and_refuses_runs_until_reconciled(
     assert "hookagent log reconcile" in str(refused.value)
     assert model.remaining == 1  # the model was never asked
     with pytest.raises(UncertainToolCalls):  # admin changes are refused too
-        await agent.update_agent_state("u", "x", lambda s: s.put_section("note", {}), session_id="s")
+        await agent.update_agent_state(
+            "u", "x", lambda s: s.put_section("note", {}), session_id="s"
+        )
 
     admin = SessionLogAdmin(log)
     assert [u.name for u in await admin.uncertain("u", "s")] == ["pay"]
@@ -81,7 +83,7 @@ async def test_a_killed_tool_is_uncertain_and_refuses_runs_until_reconciled(
 async def test_a_tool_crashed_after_its_result_is_not_uncertain(log: InMemorySessionLog) -> None:
     use = ToolUseBlock("t-a", "lookup", {"key": 1})
     await crashed_mid_tool(log, use, dispatched=1)
-    from hookagent import ToolResultBlock, TextBlock
+    from hookagent import TextBlock, ToolResultBlock
 
     result = ToolResultBlock("t-a", "lookup", (TextBlock("v1"),), "success")
     writer = await log.acquire("u", "s", "run-2", 5)
@@ -102,11 +104,18 @@ async def test_an_unknown_required_event_refuses_recovery(log: InMemorySessionLo
 async def test_an_unknown_optional_event_is_kept_and_ignored(log: InMemorySessionLog) -> None:
     agent = make_config(log, ScriptedModel(["one", "two"])).build()
     await agent.call("a", ctx())
-    seq = await SessionLogAdmin(log).append("u", "s", [LogEvent("acme/review_note", {"ok": True}, required=False)])
+    seq = await SessionLogAdmin(log).append(
+        "u", "s", [LogEvent("acme/review_note", {"ok": True}, required=False)]
+    )
     await agent.call("b", ctx())
     events = await SessionLogAdmin(log).events("u", "s", types=["acme/"])
     assert [e.seq for e in events] == [seq]
-    assert [m.text for m in (await agent.get_agent_state("u", "s")).context] == ["a", "one", "b", "two"]
+    assert [m.text for m in (await agent.get_agent_state("u", "s")).context] == [
+        "a",
+        "one",
+        "b",
+        "two",
+    ]
 
 
 async def test_a_malformed_fact_fails_closed(log: InMemorySessionLog) -> None:

@@ -36,11 +36,11 @@ from typing import Any
 import attrs
 from hookagent.errors import LogCorrupt, StoreUnavailable
 from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
-from hookagent.sessionlog.batch import decode_batch
 from hookagent.sessionlog.rules import check_holds, plan_acquire, plan_commit
 from hookagent.store.ids import slot_name
 
-from .layout import id_parts, parts_to_id
+from . import logremoteread
+from .layout import id_parts
 from .logfiles import (
     LOG_DIR,
     batch_name,
@@ -52,15 +52,13 @@ from .logfiles import (
     head_of,
     seal_name,
 )
+from .logremoteread import BUCKET, COMMIT_NAME
 from .posixio import write_all
 from .remotecas import CasCore
-from .remotelist import leaves
 
-BUCKET = 1024
 RETRIES = 16
 _HEAD = re.compile(r"v(\d{16})$")
 _BUCKET = re.compile(r"b(\d{10})$")
-_COMMIT = re.compile(r"c(\d{16})\.(\d{16})$")
 Doc = dict[str, Any]
 
 
@@ -367,66 +365,13 @@ class FsspecLogCore:
 
     # ------------------------------------------------------------------ reads
 
-    def _bucket(self, spath: str, cur: Cur, bucket: int) -> list[tuple[int, int]]:
-        """(first, version) of this incarnation's commits in one bucket, newest per first."""
-        best: dict[int, int] = {}
-        for name in self._ls(f"{spath}/c/b{bucket:010d}"):
-            m = _COMMIT.match(name)
-            if m is None:
-                continue
-            first, v = int(m.group(1)), int(m.group(2))
-            if cur.base < v <= cur.v and v > best.get(first, 0):
-                best[first] = v
-        return sorted(best.items())
-
     def read_after(
         self, user_id: str, session_id: str, seq: int, limit: int | None
     ) -> list[LogEvent]:
-        spath, where = self.spath(user_id, session_id), slot_name(user_id, session_id, "log")
-        cur = self.latest(spath, where)
-        head = cur.head.seq
-        if head <= seq:
-            return []
-        bucket = (seq + 1) // BUCKET
-        chain = self._bucket(spath, cur, bucket)
-        while bucket > 0 and not (chain and chain[0][0] <= seq + 1):  # the commit holding seq+1
-            bucket -= 1
-            chain = self._bucket(spath, cur, bucket) + chain
-        starts = [f for f, _ in chain]
-        i = 0
-        while i + 1 < len(starts) and starts[i + 1] <= seq + 1:
-            i += 1
-        out: list[LogEvent] = []
-        expect = chain[i][0] if i < len(chain) and chain[i][0] <= head else seq + 1
-        while True:
-            if i >= len(chain):
-                bucket += 1
-                if bucket > head // BUCKET:
-                    break
-                chain += self._bucket(spath, cur, bucket)
-                continue
-            first, v = chain[i]
-            i += 1
-            if first > head:
-                break  # an orphan: never read
-            if first != expect:
-                raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
-            got = self._commit_at(spath, cur, first, v, where)
-            if got is None:
-                raise LogCorrupt(f"{where}: the commit at seq {first} (version {v}) is missing")
-            meta, data = got
-            if meta["f"] != first:
-                raise LogCorrupt(f"{where}: commit c{first:016d}.{v:016d} holds seq {meta['f']}")
-            expect = int(meta["l"]) + 1
-            for e in decode_batch(data, first, where=where):
-                if seq < e.seq <= head:
-                    out.append(e)
-                    if limit is not None and len(out) >= limit:
-                        return out
-        short = limit is None or len(out) < limit
-        if short and head > seq and (not out or out[-1].seq != head):
-            raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
-        return out
+        return logremoteread.read_after(self, user_id, session_id, seq, limit)
+
+    def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
+        return logremoteread.list_page(self, user_id, limit, cursor)
 
     # ------------------------------------------------------------------ delete and list
 
@@ -449,7 +394,7 @@ class FsspecLogCore:
             for sub in ("c", "x"):
                 for bucket in self._ls(f"{spath}/{sub}"):
                     for name in self._ls(f"{spath}/{sub}/{bucket}"):
-                        m = _COMMIT.match(name)
+                        m = COMMIT_NAME.match(name)
                         v = int(m.group(2)) if m else int(name) if name.isdigit() else None
                         if v is not None and v <= tomb.base:
                             self.cas.rm(f"{spath}/{sub}/{bucket}/{name}")
@@ -457,21 +402,3 @@ class FsspecLogCore:
                 if name.endswith(f".{old[0]}"):  # (a new incarnation's seals have its life)
                     self.cas.rm(f"{spath}/s/{name}")
         return existed
-
-    def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
-        upath = "/".join([self.root, *id_parts(user_id)])
-        found = sorted(
-            (sid, parts) for parts in leaves(self.fs, upath, [])
-            if (sid := parts_to_id(parts)) is not None
-        )  # fmt: skip
-        ids: list[str] = []
-        for sid, parts in found:
-            if cursor and sid <= cursor:
-                continue
-            where = slot_name(user_id, sid, "log")
-            if self.latest("/".join([upath, *parts]), where).head.seq <= 0:
-                continue
-            if len(ids) == limit:
-                return SessionPage(tuple(ids), ids[-1])
-            ids.append(sid)
-        return SessionPage(tuple(ids), None)

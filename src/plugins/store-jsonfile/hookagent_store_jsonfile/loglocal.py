@@ -80,7 +80,7 @@ class LocalLogCore(LogTree):
     # ------------------------------------------------------------------ head file
 
     def _read(self, ses: Session, where: str) -> Doc | None:
-        raw = io.pread_exact(ses.hd, 2 * SLOT, 0)
+        raw = os.pread(ses.hd, 2 * SLOT, 0)  # (a regular file reads short only at its end)
         if not raw.strip(b"\x00"):
             return None  # never written (or only a first write torn before any byte landed)
         docs = [d for d in (decode_head_record(raw[:SLOT]), decode_head_record(raw[SLOT:])) if d]
@@ -220,8 +220,11 @@ class LocalLogCore(LogTree):
             body = encode_commit_file(plan.first_seq, plan.last_seq, batch_id, digest, data)
             self._put_commit(ses, name, body)
             link = batch_name(batch_id)
-            io.unlink_quiet(ses.sd, link)  # (a link a killed writer's orphan left)
-            os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
+            try:
+                os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
+            except FileExistsError:  # a stale link (``_prior`` did not trust it): replace it
+                os.unlink(link, dir_fd=ses.sd)
+                os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
             if plan.seal is not None:
                 self._mark_sealed(ses, plan.seal)
             self.dur.fsync(ses.sd, "the session log directory (commit)")  # the commit durable

@@ -280,7 +280,10 @@ class LocalLogCore(LogTree):
         raw = _read_whole(ses.sd, link)
         if raw is None:
             return None
-        meta, _ = decode_commit_file(raw, where, link)
+        try:
+            meta, _ = decode_commit_file(raw, where, link)
+        except LogCorrupt:  # an orphan torn by a power loss (a reached commit was fsynced;
+            return None  # were it damaged, reading it fails closed)
         if meta["b"] != batch_id or not _same_file(ses.sd, link, commit_name(meta["f"])):
             return None
         return int(meta["f"]), int(meta["l"]), str(meta["d"])

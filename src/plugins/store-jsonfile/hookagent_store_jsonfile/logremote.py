@@ -30,7 +30,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import attrs
@@ -102,9 +101,12 @@ class FsspecLogCore:
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         self.local = protocol in ("file", "local")
 
-    def _one(self) -> Any:
-        """The single-writer lock (whole steps), or nothing (exclusive create decides)."""
-        return self._lock if self.writers == "single" else nullcontext()
+    def _one(self) -> threading.Lock:
+        """The root's lock in this process, held for a whole step: with ``writers="single"``
+        it is the only guard; with ``"multi"`` exclusive create decides between processes,
+        and the lock keeps this process's own steps from racing on a backend whose
+        ``"xb"`` is checked at open and published at close (``memory://``)."""
+        return self._lock
 
     def create(self, path: str, data: bytes) -> bool:
         """Exclusive create; False if the object exists."""

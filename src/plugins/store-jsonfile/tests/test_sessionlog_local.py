@@ -256,3 +256,20 @@ async def test_a_state_store_on_the_same_root_never_meets_the_log(tmp_path: Path
     assert (await store.get_versioned(U, "other")).version == 1
     await log.aclose()
     await store.aclose()
+
+
+async def test_a_torn_orphan_is_no_prior_and_is_replaced(tmp_path: Path) -> None:
+    """A power loss mid-commit can leave the commit file (and its index link, the same
+    inode) cut short: the retry of that batch is a new commit, not an error."""
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 1)
+    events = ev(5)
+    log.plant_orphan(U, S, "retried", events)
+    path = sdir(tmp_path) / commit_name(3)
+    path.write_bytes(path.read_bytes()[:40])  # (in place: the link sees it too)
+    r = await log.commit(w, "retried", 2, events)
+    assert (r.first_seq, r.last_seq, r.duplicate) == (3, 4, False)
+    assert [e.payload["n"] for e in await log.read_after(U, S, 2)] == [5, 5]
+    again = await log.commit(w, "retried", 2, events)
+    assert (again.first_seq, again.duplicate) == (3, True)
+    await log.aclose()

@@ -39,6 +39,7 @@ from hookagent.sessionlog import InMemorySessionLog
 
 from . import catalogue as c
 from .errors import RunAlreadyRecorded, TurnAlreadyCompleted
+from .heartbeat import HEARTBEAT
 from .recording import Recording, lease_of
 from .store import LogBackedStore
 
@@ -148,6 +149,7 @@ async def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> None
     agent = ctx.get(Agent)
     rec.note(c.RUN_STARTED, {"agent_id": agent.agent_id if agent else None})
     store.recordings[slot] = rec
+    HEARTBEAT.watch(rec)
 
 
 def _recording(ctx: RuntimeContext) -> Recording | None:
@@ -172,7 +174,7 @@ async def record_model(
     payload = {"purpose": str(request.purpose), "messages": len(request.messages)}
     dispatch = c.event(c.MODEL_DISPATCH, payload, run_id=rec.run_id, turn_id=rec.turn_id)
     await rec.flush(ctx.agent_state, [dispatch])
-    response = await rec.alive(lambda: call_next(request))
+    response = await call_next(request)
     rec.note(c.MODEL_END, {"message_id": response.message.id})
     return response
 
@@ -188,7 +190,7 @@ async def record_tool(
     use = call.use
     payload = {"id": use.id, "name": use.name}
     await rec.flush(state, [c.event(c.TOOL_DISPATCH, payload, run_id=run, turn_id=turn)])
-    out = await rec.alive(lambda: call_next(call))
+    out = await call_next(call)
     if isinstance(out, ToolResultBlock):
         await rec.flush(state, [c.result_event(out, run, turn)])
     elif isinstance(out, PendingInteraction):
@@ -224,6 +226,7 @@ async def hookagent_on_run_event(event: RunEvent) -> None:
         if rec is None or rec.run_id != event.run_id:
             continue
         del store.recordings[slot]
+        HEARTBEAT.forget(rec)
         if rec.finished:
             continue
         try:  # the final save never happened (or failed): give the lease back, seal the id

@@ -36,6 +36,7 @@ from hookagent.store.ids import (
 
 from . import catalogue as c
 from .errors import AdminRefused, UncertainToolCalls
+from .heartbeat import HEARTBEAT
 from .projection import Projection
 from .recording import Recording
 
@@ -176,6 +177,7 @@ class LogBackedStore:
                 raise VersionConflict(user_id, session_id, key, expected_version, rec.seq)
             await rec.flush(state, self._end_events(rec, state), finish=True)
             del self.recordings[slot]
+            HEARTBEAT.forget(rec)
             self._loaded[slot] = (state, rec.seq)
             return rec.seq
         return await self._admin_save(user_id, session_id, state, expected_version, key)

@@ -142,3 +142,27 @@ async def test_a_failed_run_releases_the_lease_and_seals_its_run_id(
     # the input was kept (the kernel's rule for a failed call), as facts in the log
     state = await make_config(log, ScriptedModel(["x"])).build().get_agent_state("u", "s")
     assert [m.text for m in state.context] == ["hi"]
+
+
+async def test_the_heartbeat_keeps_a_long_model_call_s_lease(log: InMemorySessionLog) -> None:
+    """A model call three times the lease: nobody else can take the session meanwhile."""
+    import anyio
+    from hookagent import LeaseHeld
+
+    other: list[str] = []
+
+    class Slow:
+        async def generate(self, request: ModelRequest, ctx: Any) -> ModelResponse:
+            for _ in range(6):
+                await anyio.sleep(0.5)
+                try:
+                    await log.acquire("u", "s", "intruder", 5)
+                    other.append("took it")
+                except LeaseHeld:
+                    other.append("refused")
+            return ModelResponse(Msg.assistant("slow but sure"))
+
+    options = {"session-log": {"lease_seconds": 1}}
+    reply = await make_config(log, Slow(), plugin_options=options).build().call("hi", ctx())
+    assert reply.text == "slow but sure"
+    assert other == ["refused"] * 6

@@ -57,6 +57,10 @@ class SessionLogConformance(InputLogConformance, CrashLogConformance):
         assert await log.read_after("u", "s", 0) == [], "a log never written has no events"
         assert not await log.is_sealed("u", "s", "w"), "nobody is sealed on a new log"
 
+    async def test_the_backend_declares_the_contract(self, log: SessionLog) -> None:
+        assert isinstance(log, SessionLog), "the backend lacks methods of SessionLog"
+        assert log.locality in ("process", "host", "shared"), f"locality {log.locality!r}"
+
     async def test_acquire_increments_the_epoch(self, log: SessionLog) -> None:
         first = await log.acquire("u", "s", "a", LONG)
         assert (first.epoch, first.owner, first.seq) == (1, "a", 0), f"first acquire: {first}"

@@ -281,8 +281,11 @@ class SessionLogConformance(InputLogConformance, CrashLogConformance):
 
     async def test_finish_ends_the_lease_and_seals_the_owner(self, log: SessionLog) -> None:
         writer = await log.acquire("u", "s", "run1", LONG)
-        result = await log.commit(writer, "last", 0, batch("last", 2), finish=True)
+        events = batch("last", 2)
+        result = await log.commit(writer, "last", 0, events, finish=True)
         assert (result.first_seq, result.last_seq) == (1, 2)
+        again = await log.commit(writer, "last", 0, events, finish=True)  # the reply was lost
+        assert again.duplicate and again.first_seq == 1, f"a retried final commit: {again}"
         head = await log.head("u", "s")
         assert head.seq == 2 and head.commit_id == "last", f"head after finish: {head}"
         assert head.owner is None or head.lease_until <= time.time(), f"lease kept: {head}"

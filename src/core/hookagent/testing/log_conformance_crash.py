@@ -15,17 +15,15 @@ from .log_conformance_hooks import LONG, LogHooks, batch, seqs, snapshot, tags, 
 ROUNDS = 5
 
 
-async def _grab(
-    handle: SessionLog, owner: str, session: str, won: list[str], held: list[str]
-) -> None:
+async def _grab(handle: SessionLog, owner: str, session: str, out: dict[str, list[str]]) -> None:
     await anyio.lowlevel.checkpoint()
     try:
         await handle.acquire("u", session, owner, LONG)
-        won.append(owner)
+        out["won"].append(owner)
     except LeaseHeld:
-        held.append(owner)
+        out["held"].append(owner)
     except Exception as exc:  # a lost race must be LeaseHeld, not a database error
-        held.append(f"{owner} raised {type(exc).__name__}: {exc}")
+        out["errors"].append(f"{owner}: {type(exc).__name__}: {exc}")
 
 
 class CrashLogConformance(LogHooks):
@@ -63,14 +61,12 @@ class CrashLogConformance(LogHooks):
         async with self.other(log) as other:
             for r in range(ROUNDS):
                 session = f"race{r}"
-                won: list[str] = []
-                held: list[str] = []
+                out: dict[str, list[str]] = {"won": [], "held": [], "errors": []}
                 async with anyio.create_task_group() as tg:
                     for i in range(6):
-                        tg.start_soon(_grab, (log, other)[i % 2], f"o{i}", session, won, held)
-                assert (
-                    len(won) == 1 and held == [h for h in held if " " not in h] and len(held) == 5
-                ), f"round {r}: won {won}, lost {held}"
+                        tg.start_soon(_grab, (log, other)[i % 2], f"o{i}", session, out)
+                won = out["won"]
+                assert len(won) == 1 and len(out["held"]) == 5, f"round {r}: {out}"
                 head = await other.head("u", session)
                 assert (head.owner, head.epoch) == (won[0], 1), f"round {r}: {head}"
 
@@ -131,6 +127,7 @@ class CrashLogConformance(LogHooks):
             writer = await written(log, "u", "s", 1)
             won: list[str] = []
             stale: list[str] = []
+            errors: list[str] = []
 
             async def commit(handle: SessionLog, batch_id: str) -> None:
                 await anyio.lowlevel.checkpoint()
@@ -140,13 +137,12 @@ class CrashLogConformance(LogHooks):
                 except StalePrefix:
                     stale.append(batch_id)
                 except Exception as exc:  # a lost race must be StalePrefix
-                    stale.append(f"{batch_id} raised {type(exc).__name__}: {exc}")
+                    errors.append(f"{batch_id}: {type(exc).__name__}: {exc}")
 
             async with anyio.create_task_group() as tg:
                 for i in range(6):
                     tg.start_soon(commit, (log, other)[i % 2], f"c{i}")
-            assert len(won) == 1 and len(stale) == 5, f"won {won}, lost {stale}"
-            assert all(" " not in b for b in stale), f"a lost race raised another error: {stale}"
+            assert len(won) == 1 and len(stale) == 5, f"won {won}, stale {stale}, errors {errors}"
             assert tags(await log.read_after("u", "s", 1)) == [f"{won[0]}.0", f"{won[0]}.1"]
             assert (await log.head("u", "s")).seq == 3
 

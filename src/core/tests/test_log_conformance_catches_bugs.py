@@ -232,6 +232,7 @@ HOOKED = {
     "test_an_orphan_is_not_a_prior_for_idempotency",
     "test_an_orphan_is_overwritten_by_the_next_commit",
     "test_a_head_past_its_commits_fails_closed",
+    "test_a_gap_under_the_head_fails_closed",
     "test_nothing_past_the_head_is_read",
 }
 

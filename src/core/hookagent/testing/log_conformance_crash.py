@@ -222,7 +222,7 @@ class CrashLogConformance(LogHooks):
         assert tags(await log.read_after("u", "s", 4)) == ["other.0", "other.1"]
 
     async def test_a_head_past_its_commits_fails_closed(self, log: SessionLog) -> None:
-        writer = await written(log, "u", "s", 2)
+        await written(log, "u", "s", 2)
         await self.bad_head(log, "u", "s", 4)
         for after in (0, 1, 2, 3):
             with pytest.raises(LogCorrupt):
@@ -233,13 +233,24 @@ class CrashLogConformance(LogHooks):
                 read += seqs(page)
                 after = page[-1].seq
             raise AssertionError(f"paging stopped silently after {read} with the head at 4")
-        await log.commit(writer, "b1", 4, batch("b1", 1))  # a gap of 3..4 under it
-        with pytest.raises(LogCorrupt):
-            await log.read_after("u", "s", 0)
         await log.acquire("u", "t", "w", LONG)
         await self.bad_head(log, "u", "t", 3)  # no commit at all
         with pytest.raises(LogCorrupt):
             await log.read_after("u", "t", 0)
+
+    async def test_a_gap_under_the_head_fails_closed(self, log: SessionLog) -> None:
+        writer = await written(log, "u", "s", 2)
+        await self.bad_head(log, "u", "s", 4)
+        await log.commit(writer, "b1", 4, batch("b1", 1))  # seqs 3..4 missing under it
+        for after in (0, 1, 2):
+            with pytest.raises(LogCorrupt):
+                await log.read_after("u", "s", after)
+        first = await log.acquire("u", "t", "w", LONG)
+        await self.bad_head(log, "u", "t", 2)  # seqs 1..2 missing under the first commit
+        await log.commit(first, "b0", 2, batch("b0", 1))
+        for after in (0, 1):
+            with pytest.raises(LogCorrupt):
+                await log.read_after("u", "t", after)
 
     async def test_nothing_past_the_head_is_read(self, log: SessionLog) -> None:
         """A head inside a commit (seq 2 of 1..3): either ``LogCorrupt`` or the events up to

@@ -186,7 +186,7 @@ def test_cli_module_runs(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert r.returncode == 0 and "schema at version 2 (latest 2)" in r.stdout, r
+    assert r.returncode == 0 and "schema at version 3 (latest 3)" in r.stdout, r
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -201,13 +201,13 @@ def test_cli_check_and_migrate(dialect: str, tmp_path: Path, capsys) -> None:
 
     try:
         code, out, _ = cli("check", url, "--table-prefix", names.prefix)
-        assert code == 1 and "pending: 1, 2" in out
+        assert code == 1 and "pending: 1, 2, 3" in out
         code, out, _ = cli("migrate", url, "--table-prefix", names.prefix, "--to", "1")
         assert code == 0 and "version 1" in out
         code, out, _ = cli("check", url, "--table-prefix", names.prefix)
-        assert code == 1 and "version 1" in out and "pending: 2" in out
+        assert code == 1 and "version 1" in out and "pending: 2, 3" in out
         code, out, _ = cli("migrate", url, "--table-prefix", names.prefix)
-        assert code == 0 and "version 2" in out
+        assert code == 0 and "version 3" in out
         code, out, _ = cli("check", url, "--table-prefix", names.prefix)
         assert code == 0 and "pending: none" in out
         code, _, err = cli("check", url, "--table-prefix", "Bad-Prefix")

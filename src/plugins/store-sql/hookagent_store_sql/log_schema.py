@@ -24,8 +24,8 @@ from sqlalchemy import (
     TypeDecorator,
     func,
 )
-from sqlalchemy.engine import Dialect
 from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
 from .config import TableNames

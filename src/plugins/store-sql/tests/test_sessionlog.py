@@ -167,7 +167,7 @@ async def test_a_commit_that_waited_for_the_lock_sees_what_the_holder_wrote(
                 await lg.head("u", "s")  # migrated and connected
             async with log.engine.connect() as conn:
                 await conn.execute(
-                    text(f"SELECT seq FROM {table} WHERE user_id='u' AND session_id='s' FOR UPDATE")  # noqa: S608
+                    text(f"SELECT seq FROM {table} WHERE user_id='u' AND session_id='s' FOR UPDATE")
                 )
                 tasks = [
                     asyncio.create_task(lg.commit(w, "same", 0, batch("same", 0, 2)))

@@ -88,6 +88,24 @@ class SessionIndex:
                 await self.client.zadd(index, {member: 0})
 
 
+class LogIndex(SessionIndex):
+    """The per-user index of sessions with a log (``<prefix>:{U}:logs``): a session is
+    listed while its head's seq is above 0, as the in-memory log lists."""
+
+    def __init__(self, client: Any, layout: KeyLayout) -> None:
+        self.client, self.layout = client, layout
+
+    def _index_key(self, user_id: str) -> str:
+        return self.layout.log_index(user_id)
+
+    def _probe(self, client: Any, user_id: str, session_id: str) -> Any:
+        return client.hget(self.layout.session(user_id, session_id).log_keys()[0], "s")
+
+    def _is_alive(self, answer: Any) -> bool:
+        text = None if answer is None else _s(answer)
+        return text is not None and text != "0"  # a damaged seq is listed: reads fail closed
+
+
 def decode_member(member: str) -> str:
     try:
         return decode_id(member)

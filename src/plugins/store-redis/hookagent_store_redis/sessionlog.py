@@ -51,7 +51,7 @@ from hookagent.store.ids import encode_id, slot_name
 
 from . import logscripts as ls
 from .errors import retrying
-from .index import SessionIndex
+from .index import LogIndex
 from .keys import DEFAULT_PREFIX, KeyLayout
 from .lua import Script, run_then_wait
 from .options import check_replication
@@ -89,24 +89,6 @@ def _head(raw: Sequence[Any], where: str) -> LogHead:
         None if commit is None else _s(commit),
         _int(checkpoint, where),
     )
-
-
-class _LogIndex(SessionIndex):
-    """The per-user index of sessions with a log (``<prefix>:{U}:logs``): a session is
-    listed while its head's seq is above 0, as the in-memory log lists."""
-
-    def __init__(self, client: Any, layout: KeyLayout) -> None:
-        self.client, self.layout = client, layout
-
-    def _index_key(self, user_id: str) -> str:
-        return self.layout.log_index(user_id)
-
-    def _probe(self, client: Any, user_id: str, session_id: str) -> Any:
-        return client.hget(self.layout.session(user_id, session_id).log_keys()[0], "s")
-
-    def _is_alive(self, answer: Any) -> bool:
-        text = None if answer is None else _s(answer)
-        return text is not None and text != "0"  # a damaged seq is listed: reads fail closed
 
 
 class RedisSessionLog:
@@ -149,7 +131,7 @@ class RedisSessionLog:
             clock,
         )
         self.atomic_index = not _is_cluster(client) if atomic_index is None else atomic_index
-        self._index = _LogIndex(client, self.layout)
+        self._index = LogIndex(client, self.layout)
         self._owns_client, self._on_close = owns_client, list(on_close)
 
     def __repr__(self) -> str:

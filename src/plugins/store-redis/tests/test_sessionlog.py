@@ -374,3 +374,26 @@ async def test_sealed_owners_and_finish(log: RedisSessionLog) -> None:
     await log.seal("u", "s", "run-2")
     with pytest.raises(LogFenced):
         await log.commit(other, "b", 1, [ev("2")])
+
+
+@pytest.mark.anyio
+async def test_replicated_commits_are_acknowledged_only_on_the_replicas(
+    redis_sentinel: Any,
+) -> None:
+    import redis as sync_redis
+
+    async with open_log(redis_sentinel.url, replicas=1, replica_timeout=5) as log:
+        w = await log.acquire("u", "s", "a", 30)
+        assert (await log.commit(w, "b1", 0, [ev("1")])).head.seq == 1
+        primary = redis_sentinel.primary_port()
+        replica = next(p for p in redis_sentinel.data_ports if p != primary)
+        head = log.layout.session("u", "s").log_keys()[0]
+        with sync_redis.Redis("127.0.0.1", replica) as r:
+            assert r.hget(head, "s") == b"1"  # on the replica when acknowledged
+        assert (await log.commit(w, "b1", 0, [ev("1")])).duplicate  # a retry, confirmed
+    async with open_log(STANDALONE, replicas=1, replica_timeout=0.2) as log:  # no replica
+        w = await log.acquire("u", "s", "a", 30)
+        for _ in range(2):  # the retry answers duplicate, still not on a replica
+            with pytest.raises(StoreUnavailable, match="reached 0 of 1 replicas"):
+                await log.commit(w, "b1", 0, [ev("1")])
+        assert (await log.head("u", "s")).seq == 1  # applied on the primary, once

@@ -95,7 +95,16 @@ def encode_batch(events: Sequence[LogEvent]) -> bytes:
         raise InvalidState(f"a batch is a sequence of LogEvent, got {type(events).__name__}")
     if not 1 <= len(events) <= MAX_BATCH_EVENTS:
         raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
-    docs = [_doc(e) for e in events]
+    docs: Any = [_doc(e) for e in events]
+    shared = {}
+    for key, field in (("run", "run_id"), ("turn", "turn_id")):
+        first = getattr(events[0], field)
+        if first is not None and all(getattr(e, field) == first for e in events):
+            shared[key] = first  # a batch is mostly one run's: its ids once, not per event
+            for d in docs:
+                del d[key]
+    if shared:
+        docs = {"v": LOG_SCHEMA_VERSION, **shared, "e": docs}
     try:
         data = orjson.dumps(docs)
     except TypeError as exc:
@@ -121,6 +130,14 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
         docs = _parse(data, limit=MAX_BATCH_BYTES, what="log batch")
     except (CorruptState, StateTooLarge) as exc:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
+    shared: dict[str, Any] = {}
+    if isinstance(docs, dict) and docs.keys() <= {"v", "run", "turn", "e"} and "e" in docs:
+        if docs.get("v") != LOG_SCHEMA_VERSION:
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has version {docs.get('v')!r}")
+        shared = {k: docs[k] for k in ("run", "turn") if k in docs}
+        if not all(isinstance(v, str) for v in shared.values()):
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has a bad header")
+        docs = docs["e"]
     if not isinstance(docs, list) or not docs:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is not a list of events")
     out: list[LogEvent] = []
@@ -145,8 +162,8 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
                 doc["t"],
                 doc.get("p", {}),
                 doc.get("r", True),
-                doc.get("run"),
-                doc.get("turn"),
+                doc.get("run", shared.get("run")),
+                doc.get("turn", shared.get("turn")),
                 doc["id"],
                 doc["at"],
                 seq,

@@ -49,6 +49,7 @@ class Recording:
     outcome: str | None = None
     pending: list[LogEvent] = attrs.Factory(list)
     finished: bool = False
+    durability: str = "dispatch"
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
 
     def note(self, kind: str, payload: dict[str, Any] | None = None) -> None:

@@ -11,7 +11,9 @@ from hookagent_cli.testing import HOOKAGENT
 
 
 def hk(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*HOOKAGENT, *args], capture_output=True, text=True, env=env, timeout=90, check=False)
+    return subprocess.run(
+        [*HOOKAGENT, *args], capture_output=True, text=True, env=env, timeout=90, check=False
+    )
 
 
 def test_run_in_event_log_mode_then_read_export_fork_and_migrate(tmp_path: Path) -> None:
@@ -38,9 +40,15 @@ def test_run_in_event_log_mode_then_read_export_fork_and_migrate(tmp_path: Path)
     runs = {e["run_id"] for e in events}
     assert len(runs) == 2
     one = sorted(runs)[0]
-    only = [json.loads(x) for x in hk(env, "log", "show", *slot, "--json", "--run-id", one).stdout.splitlines()]
+    only = [
+        json.loads(x)
+        for x in hk(env, "log", "show", *slot, "--json", "--run-id", one).stdout.splitlines()
+    ]
     assert only and {e["run_id"] for e in only} == {one}
-    tools = [json.loads(x) for x in hk(env, "log", "show", *slot, "--json", "--type", "tool/").stdout.splitlines()]
+    tools = [
+        json.loads(x)
+        for x in hk(env, "log", "show", *slot, "--json", "--type", "tool/").stdout.splitlines()
+    ]
     assert {e["type"] for e in tools} <= {"tool/dispatch", "tool/result"} and tools
     tail = hk(env, "log", "tail", *slot, "-n", "2").stdout.splitlines()
     assert len(tail) == 2 and "run/finished" in tail[-1]
@@ -63,10 +71,17 @@ def test_run_in_event_log_mode_then_read_export_fork_and_migrate(tmp_path: Path)
     assert state["session_id"] == "s2" and len(state["context"]) == 8
 
     legacy = f"file://{tmp_path}/legacy"
-    assert hk(env, "run", "--store", legacy, "--user", "ann", "--session", "old", "-q", "hi").returncode == 0
+    assert (
+        hk(
+            env, "run", "--store", legacy, "--user", "ann", "--session", "old", "-q", "hi"
+        ).returncode
+        == 0
+    )
     imported = hk(env, "log", "import", "--user", "ann", "--session", "old", "--store", legacy)
     assert imported.returncode == 0, imported.stderr
-    resumed = hk(env, "run", "--session-log", log, "--user", "ann", "--session", "old", "--json", "more")
+    resumed = hk(
+        env, "run", "--session-log", log, "--user", "ann", "--session", "old", "--json", "more"
+    )
     assert resumed.returncode == 0, resumed.stderr
     missing = hk(env, "log", "show")
     env.pop("HOOKAGENT_SESSION_LOG")

@@ -303,7 +303,9 @@ class LocalLogCore(LogTree):
             starts = self._starts(ses, doc)
             i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
             out: list[LogEvent] = []
-            expect = starts[i] if i < len(starts) and starts[i] <= head else seq + 1
+            expect = seq + 1  # the commit holding it, unless the seqs before it are missing
+            if i < len(starts) and starts[i] <= expect:
+                expect = starts[i]
             for first in starts[i:]:
                 if first > head:
                     break  # an orphan: never read

@@ -49,23 +49,25 @@ def read_after(
     head = cur.head.seq
     if head <= seq:
         return []
-    bucket = (seq + 1) // BUCKET
-    chain = bucket_of(core, spath, cur, bucket)
-    while bucket > 0 and not (chain and chain[0][0] <= seq + 1):  # the commit holding seq+1
-        bucket -= 1
-        chain = bucket_of(core, spath, cur, bucket) + chain
+    top = low = (seq + 1) // BUCKET  # the buckets listed: low..top
+    chain = bucket_of(core, spath, cur, top)
+    while low > 0 and not (chain and chain[0][0] <= seq + 1):  # the commit holding seq+1
+        low -= 1
+        chain = bucket_of(core, spath, cur, low) + chain
     starts = [f for f, _ in chain]
     i = 0
     while i + 1 < len(starts) and starts[i + 1] <= seq + 1:
         i += 1
     out: list[LogEvent] = []
-    expect = chain[i][0] if i < len(chain) and chain[i][0] <= head else seq + 1
+    expect = seq + 1  # the commit holding it, unless the seqs before it are missing
+    if i < len(chain) and chain[i][0] <= expect:
+        expect = chain[i][0]
     while True:
         if i >= len(chain):
-            bucket += 1
-            if bucket > head // BUCKET:
+            top += 1
+            if top > head // BUCKET:
                 break
-            chain += bucket_of(core, spath, cur, bucket)
+            chain += bucket_of(core, spath, cur, top)
             continue
         first, v = chain[i]
         i += 1

@@ -143,3 +143,24 @@ async def test_bad_arguments_raise_the_reference_errors(make: str, tmp_path: Pat
         assert type(a.value) is type(b.value), (a.value, b.value)
     assert not (tmp_path / ".sessionlog").exists() or make != "local"
     await log.aclose()
+
+
+@pytest.mark.parametrize("size", [700, 1023, 1024, 1500])
+async def test_fsspec_reads_across_commit_buckets(size: int) -> None:
+    """Commit objects are bucketed by first seq (1,024 a bucket): a read that starts inside
+    a commit begun in an earlier bucket, with later commits in its own, reads each once."""
+    log = FsspecJsonFileSessionLog(f"memory://buckets-{size}")
+    w = await log.acquire("u", "s", "o", 60)
+    seq = 0
+    for n in range(4):
+        r = await log.commit(
+            w, f"b{n}", seq, [LogEvent("a/b", {"n": n, "i": i}) for i in range(size)]
+        )
+        seq = r.last_seq
+    for after in (0, 1, size - 1, size, 1023, 1024, 1025, 2 * size + 5, seq - 1):
+        got = await log.read_after("u", "s", after)
+        assert [e.seq for e in got] == list(range(after + 1, seq + 1)), after
+        assert [e.seq for e in await log.read_after("u", "s", after, 2)] == [after + 1, after + 2][
+            : seq - after
+        ]
+    await log.delete("u", "s")

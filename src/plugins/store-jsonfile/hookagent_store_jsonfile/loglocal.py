@@ -229,10 +229,11 @@ class LocalLogCore(LogTree):
                 self._mark_sealed(ses, plan.seal)
             self.dur.fsync(ses.sd, "the session log directory (commit)")  # the commit durable
             self._write(ses, doc, plan.head, plan.first_seq)  # the commit point
-            if doc is not None and ses.index is not None and ses.index[0] == doc["life"]:
-                starts = ses.index[1]
-                if not starts or starts[-1] < plan.first_seq:
-                    starts.append(plan.first_seq)
+            starts = None if doc is None else _indexed(ses, doc)  # (current before it)
+            if starts is not None and (not starts or starts[-1] < plan.first_seq):
+                starts.append(plan.first_seq)
+            elif starts is None:
+                ses.index = None  # stale: the next read lists the names again
             return CommitResult(plan.first_seq, plan.last_seq, plan.head)
 
         def absent() -> CommitResult:
@@ -335,14 +336,11 @@ class LocalLogCore(LogTree):
         """The sorted first seqs of the session's commit files. Kept per session and
         incarnation; listed again only when the head's last commit is not in it (another
         process committed since): names only, no commit is read to find a seq."""
-        life, last = str(doc["life"]), int(doc["lf"])
-        if ses.index is not None and ses.index[0] == life:
-            starts = ses.index[1]
-            if not last or (starts and bisect.bisect_left(starts, last) < len(starts)
-                            and starts[bisect.bisect_left(starts, last)] == last):  # fmt: skip
-                return starts
+        known = _indexed(ses, doc)
+        if known is not None:
+            return known
         found = sorted(f for n in os.listdir(ses.sd) if (f := commit_first(n)) is not None)
-        ses.index = (life, found)
+        ses.index = (str(doc["life"]), found)
         return found
 
     def has_log(self, user_id: str, session_id: str) -> bool:
@@ -373,6 +371,18 @@ class LocalLogCore(LogTree):
         return self.locked(
             user_id, session_id, step, create=False, exclusive=True, absent=lambda: False
         )
+
+
+def _indexed(ses: Session, doc: Doc) -> list[int] | None:
+    """The session's index if it is current for ``doc``: the same incarnation, and the
+    head's last commit is in it. Every commit after the listing it came from starts after
+    it (an orphan listed then is where the next commit starts), so if the last one is in
+    it, all are."""
+    if ses.index is None or ses.index[0] != doc["life"]:
+        return None
+    starts, last = ses.index[1], int(doc["lf"])
+    k = bisect.bisect_left(starts, last)
+    return starts if not last or (k < len(starts) and starts[k] == last) else None
 
 
 def _never() -> NoReturn:

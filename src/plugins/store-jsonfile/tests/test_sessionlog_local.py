@@ -273,3 +273,21 @@ async def test_a_torn_orphan_is_no_prior_and_is_replaced(tmp_path: Path) -> None
     again = await log.commit(w, "retried", 2, events)
     assert (again.first_seq, again.duplicate) == (3, True)
     await log.aclose()
+
+
+async def test_an_index_another_process_outdated_is_listed_again(tmp_path: Path) -> None:
+    """Handle A indexes the commit files, B commits twice, A commits: A's read lists the
+    names again instead of trusting an index that misses B's commits."""
+    a = JsonFileSessionLog(tmp_path)
+    b = a.another_handle()
+    await filled(a, 2)
+    assert len(await a.read_after(U, S, 0)) == 4  # A's index: commits at 1, 3
+    wb = await b.acquire(U, S, "run-1", 60)
+    await b.commit(wb, "b-1", 4, ev(10))
+    await b.commit(wb, "b-2", 6, ev(11))
+    wa = await a.acquire(U, S, "run-1", 60)
+    await a.commit(wa, "a-1", 8, ev(12))
+    assert [e.seq for e in await a.read_after(U, S, 0)] == list(range(1, 11))
+    assert [e.payload["n"] for e in await a.read_after(U, S, 4)] == [10, 10, 11, 11, 12, 12]
+    await a.aclose()
+    await b.aclose()

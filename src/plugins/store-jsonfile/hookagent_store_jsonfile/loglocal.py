@@ -85,6 +85,8 @@ class LocalLogCore(LogTree):
             return None  # never written (or only a first write torn before any byte landed)
         docs = [d for d in (decode_head_record(raw[:SLOT]), decode_head_record(raw[SLOT:])) if d]
         if not docs:
+            if not raw[:SLOT].strip(b"\x00"):  # slot 0 never written: the only write was
+                return None  # the first acquire, torn by a power loss (no commit depends on it)
             raise LogCorrupt(f"{where}: the head file is damaged (no slot passes its checksum)")
         doc = max(docs, key=lambda d: int(d["n"]))
         seen = ses.seen

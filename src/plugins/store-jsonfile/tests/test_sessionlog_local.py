@@ -291,3 +291,22 @@ async def test_an_index_another_process_outdated_is_listed_again(tmp_path: Path)
     assert [e.payload["n"] for e in await a.read_after(U, S, 4)] == [10, 10, 11, 11, 12, 12]
     await a.aclose()
     await b.aclose()
+
+
+async def test_a_torn_first_acquire_is_a_log_never_written(tmp_path: Path) -> None:
+    """The first head write goes to slot 1; torn by a power loss (slot 0 still a hole), the
+    session is as new, not stuck failing closed: nothing but that lease depended on it."""
+    log = JsonFileSessionLog(tmp_path)
+    await log.acquire(U, S, "first", 60)
+    await log.aclose()
+    head = sdir(tmp_path) / "head"
+    raw = bytearray(head.read_bytes())
+    raw[SLOT + 12 :] = b"\x00" * (len(raw) - SLOT - 12)
+    head.write_bytes(bytes(raw))
+    fresh = JsonFileSessionLog(tmp_path)
+    assert (await fresh.head(U, S)).epoch == 0
+    w = await fresh.acquire(U, S, "second", 60)
+    assert w.epoch == 1
+    await fresh.commit(w, "b", 0, ev(1))
+    assert len(await fresh.read_after(U, S, 0)) == 2
+    await fresh.aclose()

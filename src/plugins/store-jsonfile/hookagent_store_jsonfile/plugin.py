@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookagent.hookspecs import hookimpl
-from hookagent.registry import StoreRegister
+from hookagent.registry import SessionLogRegister, StoreRegister
 
 from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, default_root, open_store
 from .local import LocalJsonFileStore
@@ -30,7 +30,7 @@ def _log_factory(url: str, **options: Any) -> Any:
 
 
 @hookimpl
-def hookagent_register_session_logs(register: StoreRegister) -> None:
+def hookagent_register_session_logs(register: SessionLogRegister) -> None:
     """``file``/``jsonfile`` (local disk, locality "host") and the fsspec protocols the
     state store serves, except ``memory`` (the session-log plugin's)."""
     for scheme in LOG_SCHEMES:

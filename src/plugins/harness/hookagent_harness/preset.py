@@ -33,9 +33,11 @@ class Part:
 
 _BOOKKEEPING = tuple(
     {"tool_name": name, "behavior": "allow", "source": "harness"}
-    for name in ("todo_write", "task_requirement_propose")
+    for name in ("todo_write", "task_requirement_propose", "plan_enter", "plan_write")
 )
-"""Allowed without asking: they change only the session's task state, which the model keeps."""
+"""Allowed without asking: they change only what the model keeps for itself (its todo list,
+its proposals, its plan). ``plan_exit`` still asks: a person approves the plan, as in the
+reference."""
 
 PARTS: tuple[Part, ...] = (
     Part(
@@ -60,7 +62,8 @@ PARTS: tuple[Part, ...] = (
         {"mode": "default", "rules": [*_BOOKKEEPING]},
         None,
         "default mode: read-only tools run, any other tool asks a person (the turn "
-        "suspends until answered), except todo_write and task_requirement_propose",
+        "suspends until answered); todo_write, task_requirement_propose, plan_enter and "
+        "plan_write are allowed, plan_exit asks (a person approves the plan)",
     ),
     Part(
         "plan_mode",

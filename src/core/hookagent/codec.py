@@ -287,6 +287,10 @@ def _msg_doc(msg: Msg) -> dict[str, Any]:
         return data
 
 
+message_doc = _msg_doc
+"""The JSON document stored for a message (public: a session log embeds it in an event)."""
+
+
 def _text_size(msg: Msg) -> int:
     """A lower bound of a message's encoded size from its text alone (each character is at
     least one byte): where a message's bulk is, found in a few attribute reads."""

@@ -41,7 +41,7 @@ def test_the_doubles_and_corpora_import_without_pytest() -> None:
 
 
 def test_each_conformance_name_says_it_needs_pytest() -> None:
-    for name in ("StoreConformance", "every_block_message", "full_state"):
+    for name in ("StoreConformance", "SessionLogConformance", "every_block_message", "full_state"):
         result = run(
             f"""
             try:
@@ -77,3 +77,6 @@ def test_with_pytest_the_conformance_names_are_the_real_ones() -> None:
     from hookagent.testing.conformance import StoreConformance, full_state
 
     assert testing.StoreConformance is StoreConformance and testing.full_state is full_state
+    from hookagent.testing.log_conformance import SessionLogConformance
+
+    assert testing.SessionLogConformance is SessionLogConformance

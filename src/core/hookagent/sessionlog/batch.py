@@ -10,6 +10,7 @@ costs a few dozen bytes besides its payload.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,8 +56,9 @@ def _doc(event: LogEvent) -> dict[str, Any]:
     for name in ("run_id", "turn_id"):
         if getattr(event, name) is not None and not isinstance(getattr(event, name), str):
             raise InvalidState(f"event {event.type}: {name} is a str or None")
-    if type(event.occurred_at) not in (int, float):
-        raise InvalidState(f"event {event.type}: occurred_at is a number")
+    if type(event.occurred_at) not in (int, float) or not math.isfinite(event.occurred_at):
+        # NaN or inf would be written as null, and the commit could never be read back
+        raise InvalidState(f"event {event.type}: occurred_at is a finite number")
     doc: dict[str, Any] = {"id": event.event_id, "t": event.type, "at": event.occurred_at}
     if not event.required:
         doc["r"] = False

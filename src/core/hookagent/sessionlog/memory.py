@@ -65,8 +65,9 @@ class InMemorySessionLog:
         return "InMemorySessionLog()"
 
     def another_handle(self) -> InMemorySessionLog:
-        """A second handle on the same data (what another process is to a shared backend)."""
-        other = InMemorySessionLog(clock=self._clock)
+        """A second handle on the same data (what another process is to a shared backend),
+        of this handle's class (a subclass's behaviour holds on both)."""
+        other = type(self)(clock=self._clock)
         other._sessions, other._lock = self._sessions, self._lock
         return other
 
@@ -100,8 +101,10 @@ class InMemorySessionLog:
         check_writer(writer)
         lease = check_lease(lease_seconds)
         with self._lock:
-            s = self._make(writer.user_id, writer.session_id)
             now = self._clock()
+            if self._get(writer.user_id, writer.session_id) is None:  # a refusal stores nothing
+                check_holds(LogHead(), writer, now, "renew")
+            s = self._make(writer.user_id, writer.session_id)
             check_holds(s.head, writer, now, "renew")
             s.head = attrs.evolve(s.head, lease_until=now + lease)
             return attrs.evolve(writer, lease_until=now + lease)
@@ -144,6 +147,8 @@ class InMemorySessionLog:
         check_batch_id(batch_id)
         data, digest = encode_commit(events)
         with self._lock:
+            if self._get(writer.user_id, writer.session_id) is None:  # a refusal stores nothing
+                check_holds(LogHead(), writer, self._clock(), "commit")
             s = self._make(writer.user_id, writer.session_id)
             prior = None
             index = s.by_batch.get(batch_id)

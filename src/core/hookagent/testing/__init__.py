@@ -1,9 +1,9 @@
 """Test helpers for plugin authors (also registered as the ``hookagent`` pytest plugin).
 
 The model double, the recorder and the corpora need only the kernel, so examples and
-applications can use ``ScriptedModel`` after a plain ``pip install hookagent``. The store
-conformance suite is a set of pytest tests: its names are imported on first use (PEP 562) and
-need pytest, which is not a dependency of the kernel.
+applications can use ``ScriptedModel`` after a plain ``pip install hookagent``. The store and
+session-log conformance suites are sets of pytest tests: their names are imported on first use
+(PEP 562) and need pytest, which is not a dependency of the kernel.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from .scripted import ScriptedModel, tool_call
 
 if TYPE_CHECKING:
     from .conformance import StoreConformance, every_block_message, full_state
+    from .log_conformance import SessionLogConformance
 
 _NEEDS_PYTEST = {
     "StoreConformance": ".conformance",
     "every_block_message": ".conformance",
     "full_state": ".conformance",
+    "SessionLogConformance": ".log_conformance",
 }
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "HookCall",
     "HookRecorder",
     "ScriptedModel",
+    "SessionLogConformance",
     "StoreConformance",
     "every_block_message",
     "full_state",
@@ -51,7 +54,7 @@ def __getattr__(name: str) -> Any:
         if exc.name != "pytest":
             raise
         raise ModuleNotFoundError(
-            f"hookagent.testing.{name} is part of the store conformance suite, which runs "
+            f"hookagent.testing.{name} is part of a conformance suite, which runs "
             "under pytest: pip install 'hookagent[testing]' (ScriptedModel, tool_call, HookRecorder and the "
             "id corpora need only hookagent)",
             name="pytest",

@@ -32,6 +32,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         "sqlite+aiosqlite:///...); default: $HOOKAGENT_STORE, else the configured default "
         "store (JSON files under $HOOKAGENT_STATE_HOME or ~/.hookagent/state)",
     )
+    group.add_argument(
+        "--session-log",
+        metavar="URL",
+        default=os.environ.get("HOOKAGENT_SESSION_LOG") or None,
+        help="make this session log the state's authority (EVENT_LOG mode, needs "
+        "hookagent-session-log): file:///path, redis://..., postgresql+asyncpg://...; "
+        "default: $HOOKAGENT_SESSION_LOG; --store is then not consulted",
+    )
     group.add_argument("--model", default="demo", help="model provider name (default: demo)")
     group.add_argument(
         "--model-option",
@@ -109,6 +117,7 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
         "model_options": model_options(args.model_option),
         "plugins": [*load_plugins(getattr(args, "plugin", [])), *extra_plugins],
         "state_store": args.store,
+        "session_log": getattr(args, "session_log", None),
     }
     if "tools" not in overrides:  # sessions pass tools=(): they never import the user's
         settings["tools"] = [*(DEMO_TOOLS if demo_tools else ()), *load_tools(args.tool)]
@@ -122,7 +131,8 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StateNotPersistedWarning)
         gate.kernel = config.kernel  # binds plugins, model and store now, so errors show here
-    if any(issubclass(w.category, StateNotPersistedWarning) for w in caught):
+    persistent_log = config.session_log is not None and config.kernel.store_locality != "process"
+    if not persistent_log and any(issubclass(w.category, StateNotPersistedWarning) for w in caught):
         raise StoreConfigurationError(
             "no store plugin provides a persistent default store (is hookagent-store-jsonfile "
             "installed?); pass --store URL, e.g. --store file:///tmp/hookagent-state"
@@ -180,6 +190,8 @@ def preset(args: argparse.Namespace, name: str) -> Callable[[dict[str, Any]], di
 
 def describe_store(config: AgentConfig, store: object) -> str:
     """Where the state lives, for humans: a directory for the file store, else the URL/type."""
+    if isinstance(config.session_log, str):
+        return f"session log {_redact(config.session_log)}"
     root = getattr(store, "root_path", None) or getattr(store, "root", None)
     if root is not None and not callable(root):
         return str(root)

@@ -1,0 +1,116 @@
+"""The event catalogue: what the recorder writes, what the projection must understand.
+
+A *required* event changes the state a rebuild produces; recovery refuses a log holding a
+required type it does not know (a newer writer's fact it would silently drop). An optional
+event is kept and shown to operators, and ignored by the projection when unknown.
+Applications add their own under their namespace (``acme/review_note``) with
+``SessionLogAdmin.append``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hookagent import Msg, ToolResultBlock
+from hookagent.codec import message_doc, msg_from_dict
+from hookagent.sessionlog import CHECKPOINT, LogEvent
+
+MESSAGE = "message/appended"
+REPLACED = "context/replaced"
+TOOL_DISPATCH = "tool/dispatch"
+TOOL_RESULT = "tool/result"
+TOOL_SUSPENDED = "tool/suspended"
+RECOVERY = "recovery/applied"
+RUN_STARTED = "run/started"
+RUN_FINISHED = "run/finished"
+MODEL_DISPATCH = "model/dispatch"
+MODEL_END = "model/end"
+ADMIN = "admin/updated"
+IMPORTED = "import/baseline"
+
+REQUIRED = frozenset(
+    {MESSAGE, REPLACED, TOOL_DISPATCH, TOOL_RESULT, TOOL_SUSPENDED, RECOVERY, CHECKPOINT}
+)
+"""Types a rebuild depends on."""
+OPTIONAL = frozenset(
+    {
+        RUN_STARTED,
+        RUN_FINISHED,
+        MODEL_DISPATCH,
+        MODEL_END,
+        ADMIN,
+        IMPORTED,
+        "interaction/requested",
+        "interaction/resolved",
+        "compaction/applied",
+        "task/changed",
+        "plan/changed",
+        "permission/changed",
+        "section/changed",
+        "verification/result",
+        "subagent/started",
+        "subagent/finished",
+        "run/event",
+    }
+)
+"""Types written for operators and sinks; a rebuild does not need them."""
+SECTION_EVENTS = {
+    "tasks_context": "task/changed",
+    "permission_context": "permission/changed",
+    "plan_mode_context": "plan/changed",
+}
+"""A section's change, named as the reference's catalogue names it."""
+
+
+def event(
+    kind: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    run_id: str | None = None,
+    turn_id: str | None = None,
+    required: bool | None = None,
+) -> LogEvent:
+    return LogEvent(
+        kind,
+        payload or {},
+        kind in REQUIRED if required is None else required,
+        run_id,
+        turn_id,
+        occurred_at=time.time(),
+    )
+
+
+def message_event(msg: Msg, run_id: str | None, turn_id: str | None) -> LogEvent:
+    return event(MESSAGE, {"m": message_doc(msg)}, run_id=run_id, turn_id=turn_id)
+
+
+def replaced_event(
+    messages: list[Msg], reason: str, run_id: str | None, turn_id: str | None
+) -> LogEvent:
+    docs = [message_doc(m) for m in messages]
+    return event(REPLACED, {"ms": docs, "reason": reason}, run_id=run_id, turn_id=turn_id)
+
+
+def result_event(result: ToolResultBlock, run_id: str | None, turn_id: str | None) -> LogEvent:
+    doc = message_doc(Msg("tool", [result], id="result"))
+    return event(TOOL_RESULT, {"id": result.id, "m": doc}, run_id=run_id, turn_id=turn_id)
+
+
+def result_of(e: LogEvent) -> ToolResultBlock:
+    block = msg_from_dict(e.payload["m"], where=f"event {e.seq}").content[0]
+    if not isinstance(block, ToolResultBlock):
+        raise TypeError("not a tool result")
+    return block
+
+
+def message_of(e: LogEvent) -> Msg:
+    return msg_from_dict(e.payload["m"], where=f"event {e.seq}")
+
+
+def messages_of(e: LogEvent) -> list[Msg]:
+    return [msg_from_dict(d, where=f"event {e.seq}") for d in e.payload["ms"]]
+
+
+def known(kind: str) -> bool:
+    return kind in REQUIRED or kind in OPTIONAL

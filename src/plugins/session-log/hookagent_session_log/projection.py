@@ -1,0 +1,167 @@
+"""State = the newest checkpoint + the facts after it: the projection of a session's log.
+
+The history is rebuilt from ``message/appended`` facts since the last ``context/replaced``
+(the checkpoint names that position as ``base``); everything else comes from the newest
+``state/checkpoint``, which holds the state without its history. No intermediate state is
+replayed: a message is appended, a checkpoint replaces the previous one.
+
+The projection also knows what a crash leaves behind: tools dispatched without an outcome
+(*uncertain*), outcomes recorded after the last appended message (a crash between a tool's
+result and the next save), and the turns completed since ``base``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import orjson
+from hookagent import AgentState, Msg, ToolResultBlock, ToolUseBlock
+from hookagent.codec import state_from_dict
+from hookagent.sessionlog import CHECKPOINT, LogEvent
+from hookagent.state import History, TurnContext
+from hookagent.tools import error_result
+
+from . import catalogue as c
+from .errors import UnknownRequiredEvent
+
+NOT_RUN = "not run: the run stopped before this call started"
+
+
+@attrs.define
+class Projection:
+    """What one session's log says, applied event by event (kept warm between calls)."""
+
+    user_id: str
+    session_id: str
+    seq: int = 0
+    commit_id: str | None = None
+    base: int = 0
+    messages: list[Msg] = attrs.Factory(list)
+    head_doc: dict[str, Any] | None = None
+    head_bytes: bytes = b""
+    checkpoint_seq: int = 0
+    dispatched: dict[str, int] = attrs.Factory(dict)
+    """tool_use id -> seq of its dispatch, for dispatches with no outcome yet."""
+    results: dict[str, ToolResultBlock] = attrs.Factory(dict)
+    """Outcomes recorded by ``tool/result`` that no appended message holds yet."""
+    suspended: set[str] = attrs.Factory(set)
+    completed_turns: set[str] = attrs.Factory(set)
+
+    def apply(self, events: Iterable[LogEvent]) -> None:
+        for e in events:
+            self._apply(e)
+            self.seq = e.seq
+
+    def _apply(self, e: LogEvent) -> None:
+        kind = e.type
+        try:
+            if kind == c.MESSAGE:
+                self._settle(msg := c.message_of(e))
+                self.messages.append(msg)
+            elif kind == c.TOOL_DISPATCH:
+                self.dispatched[str(e.payload["id"])] = e.seq
+            elif kind == c.TOOL_RESULT:
+                result = c.result_of(e)
+                self.dispatched.pop(result.id, None)
+                self.results[result.id] = result
+            elif kind == c.TOOL_SUSPENDED:
+                self.dispatched.pop(str(e.payload["id"]), None)
+                self.suspended.add(str(e.payload["id"]))
+            elif kind == CHECKPOINT:
+                doc = e.payload["state"]
+                if not isinstance(doc, dict):
+                    raise TypeError("a checkpoint's state is an object")
+                self.head_doc = doc
+                self.head_bytes = orjson.dumps(doc)
+                self.checkpoint_seq = e.seq
+            elif kind == c.REPLACED:
+                self.messages = c.messages_of(e)
+                self.base = e.seq
+                self.dispatched.clear()
+                self.results.clear()
+                self.suspended.clear()
+                self.completed_turns.clear()
+            elif kind == c.RUN_FINISHED:
+                if e.payload.get("completed") and e.turn_id:
+                    self.completed_turns.add(e.turn_id)
+            elif kind == c.RECOVERY or c.known(kind):
+                pass
+            elif e.required:
+                raise UnknownRequiredEvent(
+                    f"user_id={self.user_id!r} session_id={self.session_id!r}: event {e.seq} "
+                    f"has the required type {kind!r}, which this hookagent-session-log does "
+                    "not know; refusing to rebuild without it (upgrade the plugin)"
+                )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            from hookagent.errors import LogCorrupt
+
+            if isinstance(exc, LogCorrupt):
+                raise
+            raise LogCorrupt(
+                f"user_id={self.user_id!r} session_id={self.session_id!r}: event {e.seq} "
+                f"({kind}) does not hold what its type says: {exc!r}"
+            ) from None
+
+    def _settle(self, msg: Msg) -> None:
+        for block in msg.content:
+            if isinstance(block, ToolResultBlock):
+                self.dispatched.pop(block.id, None)
+                self.results.pop(block.id, None)
+                self.suspended.discard(block.id)
+
+    # ------------------------------------------------------------------ reading it
+    def uncertain(self) -> list[ToolUseBlock]:
+        """Tool calls dispatched with no outcome, in dispatch order."""
+        if not self.dispatched:
+            return []
+        uses = {u.id: u for m in self.messages for u in m.tool_uses}
+        order = sorted(self.dispatched, key=self.dispatched.__getitem__)
+        return [uses.get(i) or ToolUseBlock(i, "?", {}) for i in order]
+
+    def state(self) -> AgentState:
+        """A fresh state (the caller may change it); its committed prefix is the facts."""
+        if self.head_doc is None:
+            state = AgentState(session_id=self.session_id, user_id=self.user_id)
+            state.context = History(self.messages, committed=True)
+        else:
+            state = state_from_dict(self.head_doc, context=self.messages)
+        if self.results:
+            _repair(state, self.results)
+        return state
+
+
+def _repair(state: AgentState, results: dict[str, ToolResultBlock]) -> None:
+    """Outcomes recorded after the last saved message: close the open step with them (the
+    calls it never started get ``interrupted``), or hand them to the suspended turn."""
+    turn = state.turn_context
+    if turn.suspended and turn.step_id is not None:
+        held = {p.tool_use_id for p in turn.pending}
+        done = [r for i, r in results.items() if i in held]
+        if done:
+            ids = {r.id for r in done}
+            turn.pending = [p for p in turn.pending if p.tool_use_id not in ids]
+            turn.results = [*turn.results, *done]
+        if turn.pending:
+            return
+        outcomes = {r.id: r for r in turn.results}
+        state.turn_context = TurnContext()
+    else:
+        outcomes = dict(results)
+    for index in range(len(state.context) - 1, -1, -1):
+        msg = state.context[index]
+        if msg.role == "tool":
+            return
+        if msg.tool_uses:
+            if index == len(state.context) - 1:
+                state.context.append(
+                    Msg(
+                        "tool",
+                        [
+                            outcomes.get(u.id) or error_result(u, NOT_RUN, "interrupted")
+                            for u in msg.tool_uses
+                        ],
+                    )
+                )
+            return

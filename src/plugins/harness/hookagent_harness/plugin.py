@@ -14,7 +14,11 @@ from .preset import harness_settings
 
 
 def apply_preset(settings: dict[str, Any]) -> dict[str, Any]:
-    """The command line's configuration keywords with the harness preset on."""
+    """The command line's configuration keywords with the harness preset on (no
+    ``--session-log``: the preset's default log, ``default_session_log``)."""
+    settings = dict(settings)
+    if settings.get("session_log") is None:
+        settings.pop("session_log", None)
     return harness_settings(**settings)
 
 

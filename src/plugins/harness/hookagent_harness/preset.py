@@ -7,7 +7,9 @@ Nothing here is needed to use a plugin alone; the preset is a convenience, never
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -92,10 +94,28 @@ PARTS: tuple[Part, ...] = (
     ),
 )
 SESSION_LOG_DEFAULT = (
-    "pending: the session log (hookagent-session-log) has not landed yet; the preset keeps "
-    "the state store as the state's authority (session_log=None)"
+    "the session's authority is a session log on the state store's backend: the same URL "
+    "as a state_store URL (redis://, postgresql+asyncpg://, file://...), "
+    "file://$HOOKAGENT_STATE_HOME/session-log for the default store; a store object gets "
+    "none (pass session_log=)"
 )
 """What the preset does about the session log (the reference records every session)."""
+
+
+def default_session_log(state_store: object) -> str | None:
+    """Where the preset puts the session log, given the configuration's ``state_store``.
+
+    A URL: the same one (the store plugins serve the log on every scheme they serve the
+    state on). None (the default JSON-file store): a ``session-log`` directory in the state
+    home (``$HOOKAGENT_STATE_HOME``, else ``~/.hookagent/state``). A store object: None, as
+    its backend has no URL to share; pass ``session_log=`` yourself.
+    """
+    if isinstance(state_store, str):
+        return state_store
+    if state_store is None:
+        home = os.environ.get("HOOKAGENT_STATE_HOME") or "~/.hookagent/state"
+        return (Path(home).expanduser().resolve() / "session-log").as_uri()
+    return None
 
 
 def _options(part: Part, value: object) -> dict[str, Any] | None:
@@ -119,12 +139,15 @@ def harness_settings(
     plan_mode: bool | Mapping[str, Any] = True,
     memory: bool | Mapping[str, Any] = True,
     compaction: bool | Mapping[str, Any] = True,
+    session_log: Any = True,
     **config: Any,
 ) -> dict[str, Any]:
     """The ``AgentConfig`` keywords of the preset (what ``harness_config`` passes on).
 
     Each plugin keyword is True (its defaults, ``PARTS``), a mapping (options merged over the
-    defaults key by key) or False (not turned on: no options, no tool group). Every other
+    defaults key by key) or False (not turned on: no options, no tool group). ``session_log``
+    is True (``default_session_log(state_store)``), a URL or a log object (used as given), or
+    False / None (none: the state store is the authority, LEGACY mode). Every other
     keyword goes to ``AgentConfig`` unchanged, except that your ``tool_groups`` are added to
     the preset's and your ``plugin_options`` win key by key over the preset's.
     """
@@ -154,7 +177,16 @@ def harness_settings(
     if isinstance(extra, str):
         raise ConfigurationError(f"tool_groups is a list of group names, got {extra!r}")
     groups += [g for g in extra if g not in groups]
-    return {**config, "plugin_options": plugin_options, "tool_groups": groups}
+    if session_log is True:
+        session_log = default_session_log(config.get("state_store"))
+    elif session_log is False:
+        session_log = None
+    return {
+        **config,
+        "plugin_options": plugin_options,
+        "tool_groups": groups,
+        "session_log": session_log,
+    }
 
 
 def harness_config(**kwargs: Any) -> AgentConfig:

@@ -102,7 +102,7 @@ class Story:
             workspace = self.workspace()
             _say("hookagent harness demo: the harness preset, step by step (offline)")
             _say(f"  model      {self.args.model!r} (rule-based and offline: not an LLM)")
-            _say(f"  store      {where}")
+            _say(f"  state      {where}")
             _say(f"  workspace  {workspace.url}")
             _say(f"  slot       user {self.user!r}, session {self.session!r}")
             _say("  the preset's defaults (hookagent_harness.harness_config):")
@@ -249,10 +249,31 @@ class Story:
             raise AgentError("the slow tool finished before the demo could interrupt it")
 
     def resume(self) -> None:
-        _say("\n7. A new process resumes the session (from the state store)")
+        log = self.log_url()
+        if log is not None:
+            _say("\n7. The session log, and a new process resuming from it")
+            self.show_log(log)
+        else:
+            _say("\n7. A new process resumes the session (from the state store)")
         got = self.other_process(RECAP)
         if "interrupted" not in got["reply"]:
             raise AgentError("the resuming process did not see the interrupted request")
+
+    def log_url(self) -> str | None:
+        log = self.config.session_log
+        return log if isinstance(log, str) else None
+
+    def show_log(self, log: str) -> None:
+        """The interrupted run's last facts, read by another process (``hookagent log tail``)."""
+        cmd = [sys.executable, "-m", "hookagent_cli.main", "log", "tail", "-n", "5", "--log", log]
+        cmd += ["--user", self.user, "--session", self.session]
+        _say(f"   $ hookagent log tail -n 5 --log {log} --session {self.session}")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr)
+            raise AgentError(f"hookagent log tail failed with exit code {proc.returncode}")
+        for line in proc.stdout.splitlines():
+            _say(_cut(f"     {line}", 110))
 
     async def where(self, store: str, workspace: Workspace) -> None:
         files = sorted(await workspace.list(""))
@@ -260,13 +281,17 @@ class Story:
         extra = "" if self.args.agent_id == "hookagent" else f" --agent-id {self.args.agent_id}"
         if self.args.store:
             extra += f" --store {shlex.quote(self.args.store)}"
+        if getattr(self.args, "session_log", None):
+            extra += f" --session-log {shlex.quote(self.args.session_log)}"
         _say("\nWhere everything is stored")
         _say(f"  state (history, summary, todos, permissions, plan mode): {store}")
+        log = self.log_url()
         _say(f"  workspace files: {workspace.url}")
         _say(f"    {', '.join(files)}")
-        _say("  session log: not yet (the preset's session log is pending: hookagent-session-log)")
+        if log is not None:
+            _say(f"  hookagent log show --log {log} --user {user} --session {session}")
         _say(f"  hookagent sessions show --preset harness --user {user} --session {session}{extra}")
-        _say(f"  hookagent tasks show --user {user} --session {session}{extra}")
+        _say(f"  hookagent tasks show --preset harness --user {user} --session {session}{extra}")
         _say(f"  hookagent chat --preset harness --user {user} --session {session}{extra}")
 
     # ---- the other process
@@ -277,6 +302,8 @@ class Story:
         cmd += ["--model", args.model, "--demo-tools"]
         if args.store:
             cmd += ["--store", args.store]
+        if getattr(args, "session_log", None):
+            cmd += ["--session-log", args.session_log]
         for option in args.model_option:
             cmd += ["--model-option", option]
         _say(f"   $ hookagent run --preset harness --session {self.session} {shlex.quote(text)}")
@@ -293,7 +320,8 @@ class Story:
         )
         _say(
             f"   ✓ another process (took {time.monotonic() - started:.1f}s) loaded the session "
-            f"from the store: now {result['messages']} messages, version {result['version']}"
+            f"from the {'session log' if self.log_url() else 'store'}: now {result['messages']} "
+            f"messages, version {result['version']}"
         )
         return result
 

@@ -265,15 +265,19 @@ class Story:
 
     def show_log(self, log: str) -> None:
         """The interrupted run's last facts, read by another process (``hookagent log tail``)."""
-        cmd = [sys.executable, "-m", "hookagent_cli.main", "log", "tail", "-n", "5", "--log", log]
-        cmd += ["--user", self.user, "--session", self.session]
-        _say(f"   $ hookagent log tail -n 5 --log {log} --session {self.session}")
+        filters = ["--type", "tool/", "--type", "run/finished"]
+        cmd = [sys.executable, "-m", "hookagent_cli.main", "log", "tail", "-n", "3", *filters]
+        cmd += ["--log", log, "--user", self.user, "--session", self.session]
+        _say(
+            f"   $ hookagent log tail -n 3 {' '.join(filters)} --log {log} --session {self.session}"
+        )
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
             raise AgentError(f"hookagent log tail failed with exit code {proc.returncode}")
         for line in proc.stdout.splitlines():
             _say(_cut(f"     {line}", 110))
+        _say("   ✓ the dispatch was durable before the tool ran; the run ended 'interrupted'")
 
     async def where(self, store: str, workspace: Workspace) -> None:
         files = sorted(await workspace.list(""))

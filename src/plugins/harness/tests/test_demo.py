@@ -6,7 +6,6 @@ import re
 import time
 from pathlib import Path
 
-import anyio
 from hookagent import AgentState
 
 
@@ -62,19 +61,25 @@ def test_the_harness_demo_tells_every_step(hk, homes: tuple[Path, Path]) -> None
     assert "· calling slow_count(n=20)" in six
     assert "agent.interrupt(user, session, 'stop, please')" in six
     assert "· slow_count → interrupted" in six and "[interrupted]" in six
-    # 7. another process resumes
+    # 7. the session log read by another process, and a resume from it
+    log = f"file://{homes[0] / 'session-log'}"
+    assert f"$ hookagent log tail -n 3 --type tool/ --type run/finished --log {log}" in seven
+    [dispatch] = [line for line in seven.splitlines() if "tool/dispatch" in line]
+    assert "slow_count" in dispatch
+    assert [line.split()[-1] for line in seven.splitlines() if "run/finished" in line][-1] == (
+        "interrupted"
+    )
+    assert "loaded the session from the session log" in seven
     assert "“Count to 20, slowly.” → interrupted (slow_count interrupted)" in " ".join(
         seven.split()
     )
     # where everything is stored
-    state_home, workspace_home = homes
-    assert (
-        f"state (history, summary, todos, permissions, plan mode): {state_home / 'hookagent'}"
-        in flat
-    )
+    workspace_home = homes[1]
+    assert f"state (history, summary, todos, permissions, plan mode): session log {log}" in flat
     assert f"workspace files: file://{workspace_home / 'hookagent' / 'users' / 'demo'}" in flat
     assert "MEMORY.md, PLAN.md, notes/" in out
-    assert "hookagent tasks show --user demo --session story" in out
+    assert "hookagent tasks show --preset harness --user demo --session story" in out
+    assert f"hookagent log show --log {log} --user demo --session story" in out
     assert elapsed < 90, f"the demo took {elapsed:.1f}s"
 
     files = workspace_home / "hookagent" / "users" / "demo"
@@ -82,18 +87,12 @@ def test_the_harness_demo_tells_every_step(hk, homes: tuple[Path, Path]) -> None
     assert "the demo user likes short answers" in (files / "MEMORY.md").read_text()
     assert "rewrite notes/hello.md" in (files / "PLAN.md").read_text()
 
-    async def load() -> AgentState:
-        from hookagent_store_jsonfile.local import LocalJsonFileStore
-
-        store = LocalJsonFileStore(state_home / "hookagent")
-        try:
-            got = await store.get_versioned("demo", "story")
-        finally:
-            await store.aclose()
-        assert got.state is not None
-        return got.state
-
-    state = anyio.run(load)
+    # the state, as another process rebuilds it from the session log
+    exported = hk(
+        "sessions", "export", "--preset", "harness", "--user", "demo", "--session", "story"
+    )
+    assert exported.returncode == 0, exported.stderr
+    state = AgentState.from_json(exported.stdout)
     assert state.summary is not None and state.summary.startswith("[demo summary]")
     assert state.context[0].text.startswith("[Summary of the earlier conversation")
     assert "read the notes" in str(state.extensions["tasks_context"])
@@ -104,7 +103,7 @@ def test_the_harness_demo_tells_every_step(hk, homes: tuple[Path, Path]) -> None
     assert set(uses) <= results  # every kept tool call has its result, the interrupted one too
 
     # the tasks command of another process reads the same list
-    shown = hk("tasks", "show", "--user", "demo", "--session", "story")
+    shown = hk("tasks", "show", "--preset", "harness", "--user", "demo", "--session", "story")
     assert shown.returncode == 0, shown.stderr
     assert "read the notes" in shown.stdout
 

@@ -1,6 +1,7 @@
 """One commit's bytes: the events of a batch, encoded once, compared by digest.
 
-A backend stores a commit as opaque bytes (``encode_batch``) with its first seq, and gives
+A payload value that is a ``Msg`` (or a list of them) is written as the codec's message
+document; it reads back as that document (a dict). A backend stores a commit as opaque bytes (``encode_batch``) with its first seq, and gives
 them back to ``decode_batch``; it never parses them. The encoding is deterministic, so a
 retried batch (the same ``LogEvent`` values) has the same ``batch_digest`` and the
 idempotency rule is a comparison of two short strings. Keys are short on purpose: an event
@@ -14,13 +15,21 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..codec import dumps, loads
+import orjson
+
+from .._limits import MAX_DEPTH, _parse, check_depth
+from ..codec import message_doc
 from ..errors import CorruptState, InvalidState, LogCorrupt, StateTooLarge
+from ..messages import Msg
 from .base import LOG_SCHEMA_VERSION, LogEvent
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 """Largest commit, in encoded bytes (a state's own limit)."""
 MAX_BATCH_EVENTS = 10_000
+BATCH_DEPTH = MAX_DEPTH + 3
+"""Nesting allowed in a batch: a state's limit plus the envelope's three levels (list,
+event, payload), so whatever a state may hold, an event may carry, and what is written
+is what a read accepts."""
 _KEYS = frozenset({"v", "id", "t", "r", "run", "turn", "at", "p"})
 
 
@@ -67,7 +76,16 @@ def _doc(event: LogEvent) -> dict[str, Any]:
     if event.turn_id is not None:
         doc["turn"] = event.turn_id
     if event.payload:
-        doc["p"] = dict(event.payload)
+        payload: dict[str, Any] = {}
+        for key, value in event.payload.items():
+            if type(value) is Msg:  # the codec's document, bounded by construction
+                payload[key] = message_doc(value)
+            elif type(value) is list and value and all(type(m) is Msg for m in value):
+                payload[key] = [message_doc(m) for m in value]
+            else:
+                check_depth(value, BATCH_DEPTH - 3, where=f"event {event.type} payload")
+                payload[key] = value
+        doc["p"] = payload
     return doc
 
 
@@ -77,14 +95,25 @@ def encode_batch(events: Sequence[LogEvent]) -> bytes:
         raise InvalidState(f"a batch is a sequence of LogEvent, got {type(events).__name__}")
     if not 1 <= len(events) <= MAX_BATCH_EVENTS:
         raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
+    docs: Any = [_doc(e) for e in events]
+    shared = {}
+    for key, field in (("run", "run_id"), ("turn", "turn_id")):
+        first = getattr(events[0], field)
+        if first is not None and all(getattr(e, field) == first for e in events):
+            shared[key] = first  # a batch is mostly one run's: its ids once, not per event
+            for d in docs:
+                del d[key]
+    if shared:
+        docs = {"v": LOG_SCHEMA_VERSION, **shared, "e": docs}
     try:
-        return dumps([_doc(e) for e in events], limit=MAX_BATCH_BYTES, what="log batch")
-    except StateTooLarge:
-        raise
-    except InvalidState:
-        raise
-    except (TypeError, ValueError) as exc:
+        data = orjson.dumps(docs)
+    except TypeError as exc:
         raise InvalidState(f"a log batch is not JSON data: {exc}") from None
+    if len(data) > MAX_BATCH_BYTES:
+        raise StateTooLarge(
+            f"a log batch is {len(data)} bytes, over the limit of {MAX_BATCH_BYTES}"
+        )
+    return data
 
 
 def batch_digest(data: bytes) -> str:
@@ -96,9 +125,19 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
     """The events of a stored commit, numbered from ``first_seq``; ``LogCorrupt`` if the
     bytes are not what ``encode_batch`` writes."""
     try:
-        docs = loads(data, limit=MAX_BATCH_BYTES, what="log batch")
-    except CorruptState as exc:
+        # orjson refuses nesting past 1,024 levels; what the projection uses is checked
+        # again where it is structured (messages, the checkpoint's state)
+        docs = _parse(data, limit=MAX_BATCH_BYTES, what="log batch")
+    except (CorruptState, StateTooLarge) as exc:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
+    shared: dict[str, Any] = {}
+    if isinstance(docs, dict) and docs.keys() <= {"v", "run", "turn", "e"} and "e" in docs:
+        if docs.get("v") != LOG_SCHEMA_VERSION:
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has version {docs.get('v')!r}")
+        shared = {k: docs[k] for k in ("run", "turn") if k in docs}
+        if not all(isinstance(v, str) for v in shared.values()):
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has a bad header")
+        docs = docs["e"]
     if not isinstance(docs, list) or not docs:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is not a list of events")
     out: list[LogEvent] = []
@@ -123,8 +162,8 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
                 doc["t"],
                 doc.get("p", {}),
                 doc.get("r", True),
-                doc.get("run"),
-                doc.get("turn"),
+                doc.get("run", shared.get("run")),
+                doc.get("turn", shared.get("turn")),
                 doc["id"],
                 doc["at"],
                 seq,

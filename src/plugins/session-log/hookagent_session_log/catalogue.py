@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from hookagent import Msg, ToolResultBlock
-from hookagent.codec import message_doc, msg_from_dict
+from hookagent.codec import msg_from_dict
 from hookagent.sessionlog import CHECKPOINT, LogEvent
 
 MESSAGE = "message/appended"
@@ -82,34 +82,37 @@ def event(
 
 
 def message_event(msg: Msg, run_id: str | None, turn_id: str | None) -> LogEvent:
-    return event(MESSAGE, {"m": message_doc(msg)}, run_id=run_id, turn_id=turn_id)
+    return event(MESSAGE, {"m": msg}, run_id=run_id, turn_id=turn_id)
 
 
 def replaced_event(
     messages: list[Msg], reason: str, run_id: str | None, turn_id: str | None
 ) -> LogEvent:
-    docs = [message_doc(m) for m in messages]
-    return event(REPLACED, {"ms": docs, "reason": reason}, run_id=run_id, turn_id=turn_id)
+    return event(REPLACED, {"ms": list(messages), "reason": reason}, run_id=run_id, turn_id=turn_id)
 
 
 def result_event(result: ToolResultBlock, run_id: str | None, turn_id: str | None) -> LogEvent:
-    doc = message_doc(Msg("tool", [result], id="result"))
-    return event(TOOL_RESULT, {"id": result.id, "m": doc}, run_id=run_id, turn_id=turn_id)
+    msg = Msg("tool", [result], id="result")
+    return event(TOOL_RESULT, {"id": result.id, "m": msg}, run_id=run_id, turn_id=turn_id)
+
+
+def _msg(doc: Any, seq: int) -> Msg:
+    return doc if type(doc) is Msg else msg_from_dict(doc, where=f"event {seq}")
 
 
 def result_of(e: LogEvent) -> ToolResultBlock:
-    block = msg_from_dict(e.payload["m"], where=f"event {e.seq}").content[0]
+    block = _msg(e.payload["m"], e.seq).content[0]
     if not isinstance(block, ToolResultBlock):
         raise TypeError("not a tool result")
     return block
 
 
 def message_of(e: LogEvent) -> Msg:
-    return msg_from_dict(e.payload["m"], where=f"event {e.seq}")
+    return _msg(e.payload["m"], e.seq)
 
 
 def messages_of(e: LogEvent) -> list[Msg]:
-    return [msg_from_dict(d, where=f"event {e.seq}") for d in e.payload["ms"]]
+    return [_msg(d, e.seq) for d in e.payload["ms"]]
 
 
 def known(kind: str) -> bool:

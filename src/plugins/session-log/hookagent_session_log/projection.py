@@ -51,17 +51,18 @@ class Projection:
 
     def apply(self, events: Iterable[LogEvent]) -> None:
         for e in events:
-            self._apply(e)
+            self.apply_one(e, e.seq)
             self.seq = e.seq
 
-    def _apply(self, e: LogEvent) -> None:
+    def apply_one(self, e: LogEvent, seq: int) -> None:
+        """Apply ``e``, committed at ``seq`` (the recorder passes its own events' seqs)."""
         kind = e.type
         try:
             if kind == c.MESSAGE:
                 self._settle(msg := c.message_of(e))
                 self.messages.append(msg)
             elif kind == c.TOOL_DISPATCH:
-                self.dispatched[str(e.payload["id"])] = e.seq
+                self.dispatched[str(e.payload["id"])] = seq
             elif kind == c.TOOL_RESULT:
                 result = c.result_of(e)
                 self.dispatched.pop(result.id, None)
@@ -75,10 +76,10 @@ class Projection:
                     raise TypeError("a checkpoint's state is an object")
                 self.head_doc = doc
                 self.head_bytes = orjson.dumps(doc)
-                self.checkpoint_seq = e.seq
+                self.checkpoint_seq = seq
             elif kind == c.REPLACED:
                 self.messages = c.messages_of(e)
-                self.base = e.seq
+                self.base = seq
                 self.dispatched.clear()
                 self.results.clear()
                 self.suspended.clear()
@@ -90,7 +91,7 @@ class Projection:
                 pass
             elif e.required:
                 raise UnknownRequiredEvent(
-                    f"user_id={self.user_id!r} session_id={self.session_id!r}: event {e.seq} "
+                    f"user_id={self.user_id!r} session_id={self.session_id!r}: event {seq} "
                     f"has the required type {kind!r}, which this hookagent-session-log does "
                     "not know; refusing to rebuild without it (upgrade the plugin)"
                 )
@@ -100,7 +101,7 @@ class Projection:
             if isinstance(exc, LogCorrupt):
                 raise
             raise LogCorrupt(
-                f"user_id={self.user_id!r} session_id={self.session_id!r}: event {e.seq} "
+                f"user_id={self.user_id!r} session_id={self.session_id!r}: event {seq} "
                 f"({kind}) does not hold what its type says: {exc!r}"
             ) from None
 

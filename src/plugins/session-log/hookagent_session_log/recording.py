@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import anyio
 import attrs
@@ -28,7 +28,6 @@ from . import catalogue as c
 from .projection import Projection
 
 log = logging.getLogger("hookagent.session_log")
-T = TypeVar("T")
 
 
 @attrs.define(eq=False)
@@ -50,6 +49,7 @@ class Recording:
     outcome: str | None = None
     pending: list[LogEvent] = attrs.Factory(list)
     finished: bool = False
+    durability: str = "dispatch"
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
 
     def note(self, kind: str, payload: dict[str, Any] | None = None) -> None:
@@ -105,44 +105,18 @@ class Recording:
                 proj._settle(live_msg)
                 proj.messages.append(live_msg)
             else:
-                proj.apply((attrs.evolve(e, seq=first + i),))
+                proj.apply_one(e, first + i)
         proj.seq, proj.commit_id = result.last_seq, result.head.commit_id
         self.seq, self.flushed = result.last_seq, len(history)
         history.mark_committed()
         if finish:
             self.finished = True
 
-    async def alive(self, body: Callable[[], Awaitable[T]]) -> T:
-        """Run ``body`` (a model call, a tool) renewing the lease every third of it. The
-        body's own exception comes out as it was raised (never in an exception group)."""
-        outcome: list[Any] = []
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._heartbeat)
-            try:
-                outcome.append(await body())
-            except BaseException as exc:  # re-raised below, outside the task group
-                outcome.append(exc)
-                raise_it = True
-            else:
-                raise_it = False
-            finally:
-                tg.cancel_scope.cancel()
-        if raise_it:
-            raise outcome[0]
-        return outcome[0]  # type: ignore[no-any-return]
-
-    async def _heartbeat(self) -> None:
-        try:
-            while True:
-                await anyio.sleep(max(0.05, self.lease / 3))
-                async with self._lock:
-                    if self.finished:
-                        return
-                    self.writer = await self.log.renew(self.writer, self.lease)
-        except Exception:  # the next commit is refused (fenced): that is where it fails
-            log.warning(
-                "session-log: renewing the lease of run %s failed", self.run_id, exc_info=True
-            )
+    async def renew(self) -> None:
+        """Extend the lease now (the heartbeat thread schedules this on the run's loop)."""
+        async with self._lock:
+            if not self.finished:
+                self.writer = await self.log.renew(self.writer, self.lease)
 
 
 def _section_events(

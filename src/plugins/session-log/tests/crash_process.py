@@ -15,7 +15,15 @@ import sys
 from typing import Any
 
 import anyio
-from hookagent import AgentConfig, Middleware, ModelRequest, ModelResponse, Msg, RuntimeContext, hookimpl
+from hookagent import (
+    AgentConfig,
+    Middleware,
+    ModelRequest,
+    ModelResponse,
+    Msg,
+    RuntimeContext,
+    hookimpl,
+)
 from hookagent.sessionlog import open_session_log
 from hookagent.testing import tool_call
 from hookagent_session_log import plugin
@@ -38,7 +46,9 @@ class Acknowledged:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.log, name)
 
-    async def commit(self, writer: Any, batch_id: str, expected: int, events: Any, *, finish: bool = False) -> Any:
+    async def commit(
+        self, writer: Any, batch_id: str, expected: int, events: Any, *, finish: bool = False
+    ) -> Any:
         if finish:
             await stop_here("final-commit")
         result = await self.log.commit(writer, batch_id, expected, events, finish=finish)

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -55,14 +54,18 @@ def run_until(url: str, session: str, point: str) -> list[tuple[int, int]]:
             break
         assert time.monotonic() < deadline
     else:
-        raise AssertionError(f"the run never reached {point}: {proc.stderr.read() if proc.stderr else ''}")
+        raise AssertionError(
+            f"the run never reached {point}: {proc.stderr.read() if proc.stderr else ''}"
+        )
     proc.wait(timeout=30)
     return acknowledged
 
 
 @pytest.mark.parametrize("point", POINTS)
 @pytest.mark.parametrize("backend", ["file", "redis", "postgresql"])
-def test_a_run_killed_at_each_step_rebuilds_and_recovers(backend: str, point: str, tmp_path: Path) -> None:
+def test_a_run_killed_at_each_step_rebuilds_and_recovers(
+    backend: str, point: str, tmp_path: Path
+) -> None:
     url = backends(tmp_path)[backend]
     session = f"crash-{new_id()[:12]}"
     acknowledged = run_until(url, session, point)
@@ -115,5 +118,3 @@ async def _recover(url: str, session: str, point: str, acknowledged: list[tuple[
         assert [e.event_id for e in again[: len(events)]] == [e.event_id for e in events]
     finally:
         await log.aclose()
-
-

@@ -142,3 +142,45 @@ async def test_a_failed_run_releases_the_lease_and_seals_its_run_id(
     # the input was kept (the kernel's rule for a failed call), as facts in the log
     state = await make_config(log, ScriptedModel(["x"])).build().get_agent_state("u", "s")
     assert [m.text for m in state.context] == ["hi"]
+
+
+async def test_the_heartbeat_keeps_a_long_model_call_s_lease(log: InMemorySessionLog) -> None:
+    """A model call three times the lease: nobody else can take the session meanwhile."""
+    import anyio
+    from hookagent import LeaseHeld
+
+    other: list[str] = []
+
+    class Slow:
+        async def generate(self, request: ModelRequest, ctx: Any) -> ModelResponse:
+            for _ in range(6):
+                await anyio.sleep(0.5)
+                try:
+                    await log.acquire("u", "s", "intruder", 5)
+                    other.append("took it")
+                except LeaseHeld:
+                    other.append("refused")
+            return ModelResponse(Msg.assistant("slow but sure"))
+
+    options = {"session-log": {"lease_seconds": 1}}
+    reply = await make_config(log, Slow(), plugin_options=options).build().call("hi", ctx())
+    assert reply.text == "slow but sure"
+    assert other == ["refused"] * 6
+
+
+async def test_durability_tools_commits_before_tools_and_at_the_end_only() -> None:
+    log = FailingLog(10_000)  # counts commits, never fails
+    model = ScriptedModel([tool_call("lookup", key=1), "done"])
+    options = {"session-log": {"durability": "tools"}}
+    await make_config(log, model, plugin_options=options).build().call("hi", ctx())
+    assert log.commits == 3  # the tool's dispatch, its result, the end (the default: 5)
+    kinds = await types(log)
+    assert kinds.count("model/dispatch") == 2 and kinds[-1] == "run/finished"
+    assert kinds.index("model/dispatch") < kinds.index("tool/dispatch")
+
+
+async def test_durability_is_checked() -> None:
+    from hookagent import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="durability"):
+        make_config(InMemorySessionLog(), ScriptedModel(["x"]), plugin_options={"session-log": {"durability": "never"}}).build()

@@ -1,0 +1,183 @@
+"""EVENT_LOG against LEGACY on the same backend: W1 per call (calls 1-20, 491-510,
+981-1000), W3 cold resume in a fresh process, and what each mode stores.
+
+    python bench/session_log.py --backend file --calls 1000
+    python bench/session_log.py --backend redis --backend postgresql --calls 1000 --w3-reps 3
+
+The two modes run back to back per backend, in alternating blocks of 50 calls, so that a
+change of the machine's load hits both. Each row records the load average and the
+process CPU over wall. Never asserts timings (see bench/README.md for the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_agent import make_config, one_call, store_plugins  # noqa: E402
+from bench_stores import probe_for  # noqa: E402
+from bench_texts import user_text  # noqa: E402
+
+BACKENDS = {
+    "memory": ("memory", "memory://habench"),
+    "file": ("file:///tmp/habench-log/legacy", "file:///tmp/habench-log/log"),
+    "redis": (
+        "redis://127.0.0.1:6379/14?prefix=habench-legacy",
+        "redis://127.0.0.1:6379/14?prefix=habench-log",
+    ),
+    "postgresql": (
+        "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
+        "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
+    ),
+    "sqlite": (
+        "sqlite+aiosqlite:////tmp/habench-log/legacy.db",
+        "sqlite+aiosqlite:////tmp/habench-log/log.db",
+    ),
+}
+BLOCK = 50
+
+
+def config_for(mode: str, url: str) -> Any:
+    from hookagent_session_log import plugin
+
+    if mode == "legacy":
+        return make_config(url)
+    from hookagent import InMemoryAgentStateStore  # never consulted: the log is the authority
+
+    return make_config(InMemoryAgentStateStore(), session_log=url, plugins=[*store_plugins(), plugin])
+
+
+def windows(times: list[float]) -> dict[str, float]:
+    n = len(times)
+
+    def med(a: int, b: int) -> float:
+        return round(statistics.median(times[a:b]) * 1000, 3)
+
+    last = (n - 20, n)
+    mid = (n // 2 - 10, n // 2 + 10)
+    out = {"first_ms": med(0, 20), "mid_ms": med(*mid), "last_ms": med(*last)}
+    out["last_over_first"] = round(out["last_ms"] / out["first_ms"], 2)
+    return out
+
+
+async def log_bytes(config: Any, user: str, session: str) -> int:
+    """What the log holds for the session: the encoded bytes of its events."""
+    from hookagent.sessionlog import encode_batch
+
+    log = await (await config.kernel.store()).log()
+    events = await log.read_after(user, session, 0)
+    return sum(len(encode_batch([e.__class__(**{**_fields(e), "seq": 0})])) - 2 for e in events)
+
+
+def _fields(e: Any) -> dict[str, Any]:
+    import attrs
+
+    return attrs.asdict(e, recurse=False)
+
+
+async def w1(backend: str, calls: int, session: str) -> dict[str, Any]:
+    legacy_url, log_url = BACKENDS[backend]
+    configs = {"legacy": config_for("legacy", legacy_url), "log": config_for("log", log_url)}
+    for mode, config in configs.items():
+        await (await config.kernel.store()).delete("bench", session)
+    times: dict[str, list[float]] = {m: [] for m in configs}
+    cpu: dict[str, float] = {m: 0.0 for m in configs}
+    wall: dict[str, float] = {m: 0.0 for m in configs}
+    loads = [os.getloadavg()[0]]
+    for start in range(1, calls + 1, BLOCK):
+        for mode, config in configs.items():
+            c0, w0 = time.process_time(), time.perf_counter()
+            for i in range(start, min(start + BLOCK, calls + 1)):
+                s = time.perf_counter()
+                await one_call(config, "bench", session, i)
+                times[mode].append(time.perf_counter() - s)
+            cpu[mode] += time.process_time() - c0
+            wall[mode] += time.perf_counter() - w0
+        loads.append(os.getloadavg()[0])
+    out: dict[str, Any] = {"backend": backend, "calls": calls, "load": [min(loads), max(loads)]}
+    for mode, config in configs.items():
+        out[mode] = {**windows(times[mode]), "cpu_over_wall": round(cpu[mode] / wall[mode], 2)}
+    probe = probe_for(legacy_url)
+    try:
+        out["legacy"]["stored_bytes"] = (await probe.stored_bytes(await configs["legacy"].kernel.store(), "bench", session))["bytes"]
+    except Exception as exc:  # a probe that does not know this backend
+        out["legacy"]["stored_bytes"] = f"n/a ({type(exc).__name__})"
+    out["log"]["event_bytes"] = await log_bytes(configs["log"], "bench", session)
+    for m in ("first_ms", "last_ms"):
+        out[f"log_over_legacy_{m[:-3]}"] = round(out["log"][m] / out["legacy"][m], 2)
+    for config in configs.values():
+        await config.aclose()
+    return out
+
+
+def w3(backend: str, session: str, n: int, reps: int) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    for mode in ("legacy", "log"):
+        got = []
+        for r in range(reps):
+            cmd = [sys.executable, __file__, "--w3-child", mode, "--backend", backend, "--session", session, "--n", str(n + r)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if p.returncode:
+                res[mode] = {"error": p.stderr[-1500:]}
+                break
+            got.append(json.loads(p.stdout.strip().splitlines()[-1])["ms"])
+        else:
+            res[mode] = {"load_and_call_ms_median": round(statistics.median(got), 3), "reps": got}
+    if all("load_and_call_ms_median" in res[m] for m in ("legacy", "log")):
+        res["log_over_legacy"] = round(res["log"]["load_and_call_ms_median"] / res["legacy"]["load_and_call_ms_median"], 2)
+    return res
+
+
+async def w3_child(mode: str, backend: str, session: str, n: int) -> None:
+    url = BACKENDS[backend][0 if mode == "legacy" else 1]
+    config = config_for(mode, url)
+    await config.kernel.store()
+    if mode == "log":
+        await (await config.kernel.store()).log()
+    s = time.perf_counter()
+    async with config.build() as agent:
+        from hookagent import RuntimeContext
+
+        await agent.call(user_text(n), RuntimeContext(user_id="bench", session_id=session))
+    ms = (time.perf_counter() - s) * 1000
+    await config.aclose()
+    print(json.dumps({"ms": round(ms, 3)}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--backend", action="append", choices=sorted(BACKENDS))
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--w3-reps", type=int, default=3)
+    ap.add_argument("--session", default="w1-log")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--w3-child", choices=("legacy", "log"), help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.w3_child:
+        asyncio.run(w3_child(args.w3_child, args.backend[0], args.session, args.n))
+        return
+    Path("/tmp/habench-log").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for backend in args.backend or ["file"]:
+        row = asyncio.run(w1(backend, args.calls, args.session))
+        row["w3"] = w3(backend, args.session, args.calls + 1, args.w3_reps)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

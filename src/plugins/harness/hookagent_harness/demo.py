@@ -293,7 +293,7 @@ class Story:
         _say(f"  workspace files: {workspace.url}")
         _say(f"    {', '.join(files)}")
         if log is not None:
-            _say(f"  hookagent log show --log {log} --user {user} --session {session}")
+            _say(f"  hookagent log show --log {shlex.quote(log)} --user {user} --session {session}")
         _say(f"  hookagent sessions show --preset harness --user {user} --session {session}{extra}")
         _say(f"  hookagent tasks show --preset harness --user {user} --session {session}{extra}")
         _say(f"  hookagent chat --preset harness --user {user} --session {session}{extra}")

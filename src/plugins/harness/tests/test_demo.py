@@ -112,3 +112,36 @@ def test_the_demo_refuses_another_preset(hk) -> None:
     proc = hk("harness-demo", "--preset", "other")
     assert proc.returncode == 1
     assert "the harness demo runs the 'harness' preset, not 'other'" in proc.stderr
+
+
+def test_the_demo_on_redis_keeps_the_session_log_there(hk, cli_env, homes) -> None:
+    """``--store redis://...``: the preset puts the session log on the same URL."""
+    import secrets
+
+    import redis
+
+    prefix = f"hdemo{secrets.token_hex(4)}"
+    url = f"redis://127.0.0.1:6379/14?prefix={prefix}"
+    env = {
+        **cli_env,
+        "HOOKAGENT_BLOCKED_PLUGINS": "model-openai,store-sql,example-tools,example-store",
+    }
+    client = redis.Redis(db=14)
+    try:
+        proc = hk(
+            "harness-demo", "--store", url, "--session", "r1", "--interrupt-after", "0.5", env=env
+        )
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        out = proc.stdout
+        assert f"state      session log {url}" in out
+        assert "loaded the session from the session log" in out
+        assert "· slow_count → interrupted" in out
+        assert any(client.scan_iter(match=f"{prefix}:*"))  # the log is on Redis
+        assert not (homes[0] / "session-log").exists()  # nothing went to the default log
+        shown = hk("log", "show", "--log", url, "--user", "demo", "--session", "r1", env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert "run/finished" in shown.stdout and "interrupted" in shown.stdout
+    finally:
+        for key in client.scan_iter(match=f"{prefix}:*"):
+            client.delete(key)
+        client.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from hookagent import AgentConfig, InMemoryAgentStateStore, RuntimeContext, tool
 from hookagent.errors import ConfigurationError
@@ -49,6 +50,7 @@ def build(tmp_path: Path, removed: str | None, monkeypatch: pytest.MonkeyPatch) 
     switches: dict[str, Any] = {
         "workspace": {"url": str(tmp_path / "ws")},
         "compaction": {"trigger_messages": 12, "keep_messages": 4},
+        "session_log": False if removed == "session-log" else f"memory://{tmp_path.name}",
     }
     switches.update({p.keyword: False for p in PARTS if p.plugin == removed})
     model = ScriptedModel(default=script)
@@ -58,19 +60,22 @@ def build(tmp_path: Path, removed: str | None, monkeypatch: pytest.MonkeyPatch) 
     return config, model
 
 
-@pytest.mark.parametrize("removed", [None, *[p.plugin for p in PARTS]])
+@pytest.mark.parametrize("removed", [None, *[p.plugin for p in PARTS], "session-log"])
 def test_each_plugin_removed_in_turn(
     removed: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config, model = build(tmp_path, removed, monkeypatch)
-    on = {p.plugin for p in PARTS} - {removed}
+    on = {p.plugin for p in PARTS} | {"session-log"}
+    on.discard(removed)  # type: ignore[arg-type]
     agent = config.build()
     ctx = RuntimeContext(user_id="ann", session_id="s1")
+
+    def fresh() -> RuntimeContext:  # a new call (a context carries its run's and turn's ids)
+        return RuntimeContext(user_id="ann", session_id="s1")
+
     workspace = config.kernel.workspace(ctx)
     assert (workspace is not None) == ("workspace" in on)
     if workspace is not None:
-        import anyio
-
         anyio.run(workspace.write_text, "MEMORY.md", "Ann likes tea.\n")
 
     # a call succeeds, and the tool groups of the plugins still on are offered
@@ -85,20 +90,18 @@ def test_each_plugin_removed_in_turn(
     assert ("Ann likes tea." in (first.system or "")) == ({"memory", "workspace"} <= on)
 
     # permissions: a tool that changes something asks (the turn suspends), else it runs
-    reply = agent.call_sync("touch", ctx.derive(run_id=None))
+    reply = agent.call_sync("touch", fresh())
     suspended = reply.metadata.get("generate_reason") == "SUSPENDED"
     assert suspended == ("permissions" in on)
     if suspended:
         from hookagent import Approve
 
         [question] = reply.metadata["pending"]
-        reply = agent.call_sync(
-            answers=[Approve(question["tool_use_id"])], ctx=ctx.derive(run_id=None)
-        )
+        reply = agent.call_sync(answers=[Approve(question["tool_use_id"])], ctx=fresh())
     assert reply.text == "done"
 
     # tasks: todo_write stores the list (the preset allows it without asking)
-    reply = agent.call_sync("todo", ctx.derive(run_id=None))
+    reply = agent.call_sync("todo", fresh())
     state = agent.get_agent_state_sync("ann", "s1")
     if "tasks" in on:
         assert reply.text == "done"
@@ -107,7 +110,7 @@ def test_each_plugin_removed_in_turn(
         assert "tasks_context" not in state.extensions
 
     # plan mode: plan_enter puts the session in plan mode
-    agent.call_sync("plan", ctx.derive(run_id=None))
+    agent.call_sync("plan", fresh())
     state = agent.get_agent_state_sync("ann", "s1")
     assert ("plan_mode_context" in state.extensions) == ("plan-mode" in on)
     if "plan-mode" in on:
@@ -115,11 +118,28 @@ def test_each_plugin_removed_in_turn(
 
     # compaction: a long enough conversation is summarised (trigger lowered to 12 messages)
     for i in range(6):
-        agent.call_sync(f"note {i}", ctx.derive(run_id=None))
+        agent.call_sync(f"note {i}", fresh())
     state = agent.get_agent_state_sync("ann", "s1")
     assert (state.summary is not None) == ("compaction" in on)
     if "compaction" in on:
         assert len(state.context) < 12
+
+    # the session log: the state's authority, every run recorded (else the store holds it)
+    store = anyio.run(config.kernel.store)
+    if "session-log" in on:
+        from hookagent_session_log import SessionLogAdmin
+
+        async def kinds() -> list[str]:
+            admin = SessionLogAdmin(await store.log())
+            return [e.type for e in await admin.events("ann", "s1")]
+
+        recorded = anyio.run(kinds)
+        assert recorded.count("run/started") == recorded.count("run/finished") >= 10
+        assert "tool/dispatch" in recorded
+        assert ("context/replaced" in recorded) == ("compaction" in on)  # a summary rewrites
+    else:
+        assert config.session_log is None
+        assert anyio.run(store.get_versioned, "ann", "s1").state is not None
 
 
 def test_the_preset_is_a_plain_configuration() -> None:
@@ -165,3 +185,18 @@ def test_the_preset_works_when_a_plugin_is_not_installed(
     assert reply.text.startswith("ok")
     loaded = {i.name for i in config.kernel.pm.plugin_infos if i.status == "loaded"}
     assert missing not in loaded and (set(p.plugin for p in PARTS) - {missing}) <= loaded
+
+
+def test_the_session_log_defaults_to_the_state_stores_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookagent_harness import default_session_log
+
+    monkeypatch.setenv("HOOKAGENT_STATE_HOME", str(tmp_path))
+    url = "postgresql+asyncpg://postgres@127.0.0.1/test"
+    assert harness_settings(state_store=url)["session_log"] == url
+    assert harness_settings()["session_log"] == (tmp_path / "session-log").as_uri()
+    assert harness_settings(state_store=InMemoryAgentStateStore())["session_log"] is None
+    assert harness_settings(session_log=False)["session_log"] is None
+    assert harness_settings(session_log="redis://h/0")["session_log"] == "redis://h/0"
+    assert default_session_log("file:///srv/state") == "file:///srv/state"

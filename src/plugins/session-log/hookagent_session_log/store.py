@@ -44,7 +44,7 @@ from hookagent.store.ids import (
 from . import catalogue as c
 from .errors import AdminRefused, RunAlreadyRecorded, UncertainToolCalls
 from .heartbeat import HEARTBEAT
-from .projection import Projection
+from .projection import Projection, gc_paused
 from .recording import Recording
 
 ADMIN_LEASE = 30.0
@@ -137,7 +137,8 @@ class LogBackedStore:
                 )
             base = found[0].payload.get("base", 0)
             start = base - 1 if type(base) is int and base > 0 else 0
-        proj.apply(await log.read_after(user_id, session_id, start))
+        with gc_paused():
+            proj.apply(await log.read_after(user_id, session_id, start))
         return proj
 
     def warm(self, slot: tuple[str, str]) -> Projection | None:

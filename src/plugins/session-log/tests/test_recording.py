@@ -183,4 +183,8 @@ async def test_durability_is_checked() -> None:
     from hookagent import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="durability"):
-        make_config(InMemorySessionLog(), ScriptedModel(["x"]), plugin_options={"session-log": {"durability": "never"}}).build()
+        make_config(
+            InMemorySessionLog(),
+            ScriptedModel(["x"]),
+            plugin_options={"session-log": {"durability": "never"}},
+        ).build()

@@ -73,12 +73,9 @@ def test_run_in_event_log_mode_then_read_export_fork_and_migrate(tmp_path: Path)
     assert len(source["context"]) >= 6  # two turns, one with a tool call
 
     legacy = f"file://{tmp_path}/legacy"
-    assert (
-        hk(
-            env, "run", "--store", legacy, "--user", "ann", "--session", "old", "-q", "hi"
-        ).returncode
-        == 0
-    )
+    plain = {k: v for k, v in env.items() if k != "HOOKAGENT_SESSION_LOG"}  # LEGACY mode
+    made = hk(plain, "run", "--store", legacy, "--user", "ann", "--session", "old", "-q", "hi")
+    assert made.returncode == 0, made.stderr
     imported = hk(env, "log", "import", "--user", "ann", "--session", "old", "--store", legacy)
     assert imported.returncode == 0, imported.stderr
     resumed = hk(

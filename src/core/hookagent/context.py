@@ -30,18 +30,19 @@ KEEP: Any = _Keep()
 """Marker for ``derive``: keep the parent's value."""
 
 
-_CURRENT: ContextVar[RuntimeContext | None] = ContextVar("hookagent_current_run", default=None)
+_LOADING: ContextVar[RuntimeContext | None] = ContextVar("hookagent_loading_run", default=None)
 
 
-def current_run_context() -> RuntimeContext | None:
-    """The context of the run executing in this task, from its admission to its end (its
-    load and save, its hooks, its model and tool calls); None outside a run.
+def loading_run_context() -> RuntimeContext | None:
+    """The context of the run whose state the kernel is loading right now (set only while
+    the kernel awaits its store's ``get_versioned`` for that run); None everywhere else,
+    including inside the run's tools and hooks.
 
-    For plugin code the kernel calls without a context: a store that is the state's
-    authority (``hookagent_state_authority``) loads for a run and can take that run's
-    writer lease in the same round trip. A subagent's run sets its own for its duration.
+    For a store that is the state's authority (``hookagent_state_authority``): it can take
+    the run's writer lease in the load's own round trip. Code a run calls (a tool reading
+    its own session) never looks like a run's load.
     """
-    return _CURRENT.get()
+    return _LOADING.get()
 
 
 def new_run_id() -> str:

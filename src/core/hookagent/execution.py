@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
+from .context import _LOADING
 from .errors import AnswerError, Interrupted, InvalidMessage, TurnMismatch, UnknownInteraction
 from .messages import Msg, ToolResultBlock, new_id
 from .model_step import ask_model
@@ -158,7 +159,11 @@ class Execution:
         if cached is not None and not self.kernel.config.reload_each_call:
             state, self.version = cached
         else:
-            got = await store.get_versioned(*self.slot)
+            token = _LOADING.set(self.ctx)  # loading_run_context(): this load only
+            try:
+                got = await store.get_versioned(*self.slot)
+            finally:
+                _LOADING.reset(token)
             state = got.state or AgentState(session_id=self.slot[1], user_id=self.slot[0])
             self.version = got.version
         self.loaded_len = len(state.context)

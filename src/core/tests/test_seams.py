@@ -220,3 +220,33 @@ def test_the_models_window_and_the_default_token_estimate() -> None:
     assert make(model=model).kernel.context_window is None
     model.context_window = 32_000  # type: ignore[attr-defined]
     assert make(model=model).kernel.context_window == 32_000
+
+
+async def test_a_store_knows_the_run_it_loads_for_and_nothing_else_looks_like_it() -> None:
+    from hookagent import InMemoryAgentStateStore, loading_run_context
+
+    seen: list[tuple[str, str | None]] = []
+
+    class Watching(InMemoryAgentStateStore):
+        async def get_versioned(
+            self, user_id: str, session_id: str, key: str = "agent_state"
+        ) -> Any:
+            run = loading_run_context()
+            seen.append(("load", run.run_id if run else None))
+            return await super().get_versioned(user_id, session_id, key)
+
+    store = Watching()
+
+    async def peek(ctx: RuntimeContext) -> str:
+        """Reads its own session from inside the run."""
+        seen.append(("tool", getattr(loading_run_context(), "run_id", None)))
+        await ctx.get(Agent).get_agent_state("u", "s")  # type: ignore[union-attr]
+        return "ok"
+
+    from hookagent.testing import ScriptedModel, tool_call
+
+    cfg = make(model=ScriptedModel([tool_call("peek"), "done"]), tools=[peek], state_store=store)
+    run_ctx = RuntimeContext(user_id="u", session_id="s")
+    await cfg.build().call("hi", run_ctx)
+    assert seen == [("load", run_ctx.run_id), ("tool", None), ("load", None)]
+    assert loading_run_context() is None

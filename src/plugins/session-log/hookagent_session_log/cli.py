@@ -22,6 +22,8 @@ from .admin import FileWatermark, JsonlSink, SessionLogAdmin, ToolOutcome, event
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from hookagent_cli.options import DEFAULT_SESSION, DEFAULT_USER  # the other commands' slot
+
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="the session's events, one a line")
     tail = sub.add_parser("tail", help="the newest events; --follow waits for more")
@@ -54,8 +56,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
             metavar="URL",
             help="the session log URL (default: $HOOKAGENT_SESSION_LOG)",
         )
-        p.add_argument("--user", default="", help="user_id (default: the anonymous user)")
-        p.add_argument("--session", default="default", help="session_id (default: default)")
+        p.add_argument("--user", default=DEFAULT_USER, help=f"user_id (default: {DEFAULT_USER})")
+        p.add_argument(
+            "--session", default=DEFAULT_SESSION, help=f"session_id (default: {DEFAULT_SESSION})"
+        )
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -11,11 +11,12 @@ refused (``VersionConflict``) when the state was read at an older seq than the h
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from typing import Any
 
 import anyio
-from hookagent import AgentState, current_run_context
+from hookagent import AgentState, loading_run_context
 from hookagent.errors import LogCorrupt, OwnerSealed, StoreConfigurationError, VersionConflict
 from hookagent.messages import new_id
 from hookagent.sessionlog import (
@@ -151,12 +152,14 @@ class LogBackedStore:
     ) -> Versioned:
         """The projected state at the head's seq. Loading for a run, the run's writer lease
         is taken in the same round trip (its seq is the head's): the run owns the session
-        from the state it loads, and nobody can commit in between."""
+        from the state it loads, and nobody can commit in between. A read while another
+        run holds the lease sees that run's committed facts (its tools in flight are open
+        calls, not uncertain ones: their run is alive)."""
         check_slot(user_id, session_id, key)
         _only_state(key)
         log = await self.log()
         slot = (user_id, session_id)
-        run = current_run_context()
+        run = loading_run_context()
         head: LogHead | None = None
         if run is not None and run.user_id == user_id and run.session_id in (None, session_id):
             writer = await self._acquire(log, slot, run.run_id)
@@ -172,7 +175,10 @@ class LogBackedStore:
             if proj is None or proj.seq != seq:
                 proj = await self.project(user_id, session_id, head)
             uncertain = proj.uncertain()
-            if uncertain:
+            in_flight = (
+                head is not None and head.owner is not None and head.lease_until > time.time()
+            )
+            if uncertain and not in_flight:  # a live writer's dispatches are running, not lost
                 raise UncertainToolCalls(user_id, session_id, uncertain)
             state = check_loaded_slot(proj.state(), user_id, session_id, key)
         except BaseException:

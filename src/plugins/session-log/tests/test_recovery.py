@@ -123,3 +123,28 @@ async def test_a_malformed_fact_fails_closed(log: InMemorySessionLog) -> None:
     await log.commit(writer, "b", 0, [LogEvent(c.MESSAGE, {"m": {"role": "nobody"}})])
     with pytest.raises(LogCorrupt, match="message/appended"):
         await make_config(log, ScriptedModel(["x"])).build().get_agent_state("u", "s")
+
+
+async def test_a_read_during_a_live_run_sees_its_tools_in_flight_not_uncertain(
+    log: InMemorySessionLog,
+) -> None:
+    import anyio
+    from hookagent.testing import tool_call
+
+    seen: list[int] = []
+
+    async def slow() -> str:
+        """Takes a moment."""
+        reader = make_config(log, ScriptedModel(["x"])).build()  # another process's read
+        state = await reader.get_agent_state("u", "s")
+        seen.append(len(state.context[-1].tool_uses))
+        with pytest.raises(Exception, match="held by"):  # a change must wait for the run
+            await reader.update_agent_state("u", "x", lambda s: None, session_id="s")
+        await anyio.sleep(0)
+        return "done"
+
+    model = ScriptedModel([tool_call("slow"), "finished"])
+    assert (
+        await make_config(log, model, tools=[slow]).build().call("go", ctx())
+    ).text == "finished"
+    assert seen == [1]

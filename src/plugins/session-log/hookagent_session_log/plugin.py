@@ -199,13 +199,22 @@ async def record_tool(
     run, turn = rec.run_id, rec.turn_id
     use = call.use
     payload = {"id": use.id, "name": use.name}
-    await rec.flush(state, [c.event(c.TOOL_DISPATCH, payload, run_id=run, turn_id=turn)])
-    out = await call_next(call)
+    rec.in_flight += 1
+    try:
+        await rec.flush(state, [c.event(c.TOOL_DISPATCH, payload, run_id=run, turn_id=turn)])
+        out = await call_next(call)
+    finally:
+        rec.in_flight -= 1
     if isinstance(out, ToolResultBlock):
-        await rec.flush(state, [c.result_event(out, run, turn)])
+        outcome = c.result_event(out, run, turn)
     elif isinstance(out, PendingInteraction):
-        suspended = c.event(c.TOOL_SUSPENDED, {"id": use.id}, run_id=run, turn_id=turn)
-        await rec.flush(state, [suspended])
+        outcome = c.event(c.TOOL_SUSPENDED, {"id": use.id}, run_id=run, turn_id=turn)
+    else:
+        return out
+    if rec.in_flight:  # another call of this step still runs: make this outcome durable now
+        await rec.flush(state, [outcome])
+    else:  # the step's last call: its outcome goes with the commit that follows at once
+        rec.pending.append(outcome)  # (the next model call's dispatch, the suspension, the end)
     return out
 
 

@@ -50,6 +50,8 @@ class Recording:
     pending: list[LogEvent] = attrs.Factory(list)
     finished: bool = False
     durability: str = "dispatch"
+    in_flight: int = 0
+    """Tool calls of the current step between their dispatch and their outcome."""
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
 
     def note(self, kind: str, payload: dict[str, Any] | None = None) -> None:

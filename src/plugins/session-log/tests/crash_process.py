@@ -5,8 +5,9 @@
 It prints ``COMMIT first last`` after every commit the log acknowledged and ``AT POINT``
 when it reaches POINT (then sleeps): ``model`` (the provider is being called, its
 dispatch is durable), ``before-dispatch`` (the tool is about to be dispatched),
-``mid-tool`` (the tool runs), ``after-result`` (the tool's result is committed),
-``final-commit`` (the run's last commit is about to be written).
+``mid-tool`` (the tool runs), ``after-result`` (the tool returned; its result is not yet
+durable: it goes with the next commit), ``next-model`` (the next model call, whose dispatch
+commit carried the result), ``final-commit`` (the run's last commit is about to be written).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Model:
     async def generate(self, request: ModelRequest, ctx: Any) -> ModelResponse:
         last = request.messages[-1]
         if last.role == "tool":
+            await stop_here("next-model")  # its dispatch carried the tool's result
             return ModelResponse(Msg.assistant("done"))
         await stop_here("model")
         return ModelResponse(tool_call("effect", amount=5))

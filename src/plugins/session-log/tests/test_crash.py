@@ -20,7 +20,8 @@ from hookagent.testing import ScriptedModel
 from hookagent_session_log import SessionLogAdmin, UncertainToolCalls, plugin
 
 HERE = Path(__file__).resolve().parent
-POINTS = ["model", "before-dispatch", "mid-tool", "after-result", "final-commit"]
+POINTS = ["model", "before-dispatch", "mid-tool", "after-result", "next-model", "final-commit"]
+UNCERTAIN = {"mid-tool", "after-result"}  # dispatched, no durable outcome
 LEASE = 1.0
 
 
@@ -93,7 +94,7 @@ async def _recover(url: str, session: str, point: str, acknowledged: list[tuple[
         agent = config.build()
         ctx = RuntimeContext(user_id="crash", session_id=session)
         uncertain = await admin.uncertain("crash", session)
-        if point == "mid-tool":
+        if point in UNCERTAIN:
             assert [u.name for u in uncertain] == ["effect"]
             with pytest.raises(UncertainToolCalls):
                 await agent.call("next", ctx)
@@ -110,7 +111,8 @@ async def _recover(url: str, session: str, point: str, acknowledged: list[tuple[
             "model": [],
             "before-dispatch": [],  # the model's answer was never durable
             "mid-tool": ["error"],
-            "after-result": ["success"],
+            "after-result": ["error"],  # reconciled: the outcome was not durable yet
+            "next-model": ["success"],
             "final-commit": ["success"],
         }[point]
         assert [r.state for r in results] == expected

@@ -188,3 +188,29 @@ async def test_durability_is_checked() -> None:
             ScriptedModel(["x"]),
             plugin_options={"session-log": {"durability": "never"}},
         ).build()
+
+
+async def test_a_calls_writes_do_not_grow_with_the_history() -> None:
+    from hookagent.sessionlog import encode_batch
+
+    class Sizing(InMemorySessionLog):
+        def __init__(self) -> None:
+            super().__init__()
+            self.written = 0
+
+        async def commit(
+            self, writer: Any, batch_id: str, expected: int, events: Any, **kw: Any
+        ) -> Any:
+            self.written += len(encode_batch(events))
+            return await super().commit(writer, batch_id, expected, events, **kw)
+
+    log = Sizing()
+    model = ScriptedModel(default="a reply of a fixed size")
+    agent = make_config(log, model).build()
+    sizes = []
+    for i in range(300):
+        before = log.written
+        await agent.call(f"message {i:04d}", ctx())
+        sizes.append(log.written - before)
+    assert max(sizes[1:]) - min(sizes[1:]) <= 16  # float timestamps vary by a few bytes
+    assert max(sizes[-10:]) <= min(sizes[1:10]) * 1.05  # call 300 writes what call 2 did

@@ -65,7 +65,11 @@ class Projection:
     completed_turns: set[str] = attrs.Factory(set)
 
     def apply(self, events: Iterable[LogEvent]) -> None:
+        """Apply events in order; one at or below ``seq`` was applied already (a reader and
+        the run's own flush may both bring the same commit in) and is skipped."""
         for e in events:
+            if e.seq <= self.seq:
+                continue
             self.apply_one(e, e.seq)
             self.seq = e.seq
 

@@ -102,13 +102,16 @@ class Recording:
         self.pending.clear()
         first = result.first_seq
         for i, e in enumerate(events):
+            if first + i <= proj.seq:  # a reader of this process brought it in meanwhile
+                continue
             live_msg = live[i] if i < len(live) else None
             if live_msg is not None:  # the live message, not a decoded copy of it
                 proj._settle(live_msg)
                 proj.messages.append(live_msg)
             else:
                 proj.apply_one(e, first + i)
-        proj.seq, proj.commit_id = result.last_seq, result.head.commit_id
+        if proj.seq < result.last_seq:
+            proj.seq, proj.commit_id = result.last_seq, result.head.commit_id
         self.seq, self.flushed = result.last_seq, len(history)
         history.mark_committed()
         if finish:

@@ -23,6 +23,7 @@ from hookagent.sessionlog import LogEvent, SessionLog, open_session_log
 from hookagent.store.ids import check_id
 
 from .errors import HostNotRunning
+from .fold import InboxState
 from .model import TaskView
 from .session import AgentSession
 
@@ -130,8 +131,9 @@ class SessionHost:
         return frozenset(self._users)
 
     def owned_sessions(self) -> list[tuple[str, str]]:
-        """The (user_id, session_id) this replica owns now (for operators and tests)."""
-        return self._require().owned()
+        """The (user_id, session_id) this replica drives now (for operators and tests)."""
+        owned: list[tuple[str, str]] = self._require().owned()
+        return owned
 
     # ------------------------------------------------------------------ sync use
     def start_sync(self) -> SessionHost:
@@ -187,8 +189,9 @@ class SessionHost:
         view: TaskView = await self._require().submit(session, kind, payload, key)
         return view
 
-    async def _inbox_state(self, session: AgentSession) -> Any:
-        return await self._require().state(session.user_id, session.session_id)
+    async def _inbox_state(self, session: AgentSession) -> InboxState:
+        state: InboxState = await self._require().state(session.user_id, session.session_id)
+        return state
 
     async def _wait(
         self, session: AgentSession, command_id: str, timeout: float | None

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 import orjson
 from hookagent import Approve, ExternalResult, Msg, Reject
-from hookagent.codec import msg_from_dict, msg_to_dict
+from hookagent.codec import message_doc, msg_from_dict, msg_to_dict
 from hookagent.store.ids import check_id
 from hookagent.turns import Answer
 
@@ -124,6 +124,11 @@ def encode_input(msgs: MsgInput) -> list[Msg]:
     return out
 
 
+def input_docs(msgs: MsgInput) -> list[dict[str, Any]]:
+    """The input as the codec's message documents (what the inbox stores)."""
+    return [message_doc(m) for m in encode_input(msgs)]
+
+
 def decode_input(docs: Any) -> list[Msg]:
     if not isinstance(docs, list):
         raise InvalidCommand("a stored input is a list of messages")
@@ -183,7 +188,7 @@ def digest(kind: str, payload: Mapping[str, Any]) -> str:
     """What the idempotency rule compares: the kind and the payload, with the messages'
     generated ids and timestamps left out (a resent text is the same command)."""
     doc = {"kind": kind, **payload}
-    if "input" in doc:
+    if doc.get("input"):
         doc["input"] = [_content_of(m) for m in doc["input"]]
     data = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(data).hexdigest()[:40]

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 import orjson
-from hookagent import Approve, ExternalResult, Msg, Reject
+from hookagent import Approve, ExternalResult, Msg, Reject, TextBlock
 from hookagent.codec import message_doc, msg_from_dict, msg_to_dict
 from hookagent.store.ids import check_id
 from hookagent.turns import Answer
@@ -119,9 +119,13 @@ def encode_input(msgs: MsgInput) -> list[Msg]:
     out = [Msg.user(m) if isinstance(m, str) else m for m in msgs]
     if not out or any(not isinstance(m, Msg) for m in out):
         raise InvalidCommand("input is one or more messages (str or Msg)")
-    if all(not m.content for m in out):
-        raise InvalidCommand("input holds no content")
+    if all(_blank(m) for m in out):
+        raise InvalidCommand("input holds no content (empty text)")
     return out
+
+
+def _blank(m: Msg) -> bool:
+    return all(isinstance(b, TextBlock) and not b.text.strip() for b in m.content)
 
 
 def input_docs(msgs: MsgInput) -> list[dict[str, Any]]:

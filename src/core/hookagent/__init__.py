@@ -1,7 +1,7 @@
 """hookagent: a minimal agent kernel whose every feature is a pluggy plugin."""
 
 from .agent import Agent, AgentConfig, emit_event
-from .context import RuntimeContext, new_run_id, resolve_agent_state
+from .context import RuntimeContext, current_run_context, new_run_id, resolve_agent_state
 from .errors import (
     AgentClosed,
     AgentError,
@@ -226,6 +226,7 @@ __all__ = [
     "ask",
     "await_external",
     "create_plugin_manager",
+    "current_run_context",
     "emit_event",
     "estimate_tokens",
     "hookimpl",

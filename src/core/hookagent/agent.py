@@ -16,7 +16,7 @@ import anyio
 import attrs
 
 from .config import AgentConfig
-from .context import RuntimeContext
+from .context import _CURRENT, RuntimeContext
 from .errors import AgentClosed, AgentError, HookContractError, InvalidMessage, RunCancelled
 from .events import KERNEL_KINDS, RunEvent
 from .execution import Execution
@@ -221,9 +221,11 @@ class Agent:
                         if self._closing:
                             raise AgentClosed(f"agent {self.agent_id!r} is shutting down")
                         self._active[key] = run
+                        token = _CURRENT.set(ctx)
                         try:
                             return await Execution(self, run, user_id, session_id, fence).execute()
                         finally:
+                            _CURRENT.reset(token)
                             del self._active[key]
                             ctx.agent_state = None
                             if not self._active and self._idle is not None:

@@ -7,6 +7,7 @@ never sent to the model.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
@@ -27,6 +28,20 @@ class _Keep:
 
 KEEP: Any = _Keep()
 """Marker for ``derive``: keep the parent's value."""
+
+
+_CURRENT: ContextVar[RuntimeContext | None] = ContextVar("hookagent_current_run", default=None)
+
+
+def current_run_context() -> RuntimeContext | None:
+    """The context of the run executing in this task, from its admission to its end (its
+    load and save, its hooks, its model and tool calls); None outside a run.
+
+    For plugin code the kernel calls without a context: a store that is the state's
+    authority (``hookagent_state_authority``) loads for a run and can take that run's
+    writer lease in the same round trip. A subagent's run sets its own for its duration.
+    """
+    return _CURRENT.get()
 
 
 def new_run_id() -> str:

@@ -15,7 +15,8 @@ BUGGY = textwrap.dedent(
     import anyio
     import attrs
     import pytest
-    from hookagent.sessionlog import InMemorySessionLog, rules
+    from hookagent.errors import LogCorrupt, StalePrefix
+    from hookagent.sessionlog import InMemorySessionLog, LogWriter, decode_batch, rules
     from hookagent.sessionlog.rules import encode_commit
     from hookagent.testing import SessionLogConformance
 
@@ -106,6 +107,43 @@ BUGGY = textwrap.dedent(
                 s.head = head
 
 
+    class AcquireCheckThenSet(InMemorySessionLog):
+        '''(7) acquire decides on the head it read, and writes it a round trip later.'''
+
+        async def acquire(self, user_id, session_id, owner, lease_seconds):
+            s = self._make(user_id, session_id)
+            now, sealed = self._clock(), owner in s.sealed
+            head = rules.plan_acquire(s.head, user_id, session_id, owner, now, lease_seconds, sealed=sealed)
+            await anyio.sleep(0.001)
+            s.head = head  # written blindly over what changed since
+            return LogWriter(user_id, session_id, owner, head.epoch, head.lease_until, head.seq)
+
+
+    class CommitCheckThenSet(InMemorySessionLog):
+        '''(8) commit compares expected_seq, then writes at the head of a round trip later.'''
+
+        async def commit(self, writer, batch_id, expected_seq, events, *, finish=False):
+            s = self._get(writer.user_id, writer.session_id)
+            seen = s.head.seq if s else 0
+            if expected_seq != seen:
+                raise StalePrefix("stale", expected=expected_seq, actual=seen)
+            await anyio.sleep(0.001)
+            now = s.head.seq if s else expected_seq  # the check above is not repeated
+            return await super().commit(writer, batch_id, now, events, finish=finish)
+
+
+    class ShortHistory(InMemorySessionLog):
+        '''(9) read_after returns what is there when the head's commit is missing.'''
+
+        async def read_after(self, user_id, session_id, seq, limit=None):
+            try:
+                return await super().read_after(user_id, session_id, seq, limit)
+            except LogCorrupt:
+                s = self._get(user_id, session_id)
+                events = [e for c in s.commits for e in decode_batch(c.data, c.first_seq)]
+                return [e for e in events if seq < e.seq <= s.head.seq][:limit]
+
+
     class Hooks(SessionLogConformance):
         lease_short = 0.15
 
@@ -136,6 +174,9 @@ BUGGY = textwrap.dedent(
     TestHeadFirst = suite(HeadFirst)
     TestEpochNotIncremented = suite(EpochNotIncremented)
     TestReadsPastHead = suite(ReadsPastHead)
+    TestAcquireCheckThenSet = suite(AcquireCheckThenSet)
+    TestCommitCheckThenSet = suite(CommitCheckThenSet)
+    TestShortHistory = suite(ShortHistory)
     TestReference = suite(InMemorySessionLog)
 
 
@@ -172,6 +213,15 @@ CAUGHT: dict[str, set[str]] = {
     "ReadsPastHead": {
         "test_nothing_past_the_head_is_read",
     },
+    "AcquireCheckThenSet": {
+        "test_concurrent_acquires_from_two_handles_have_one_winner",
+    },
+    "CommitCheckThenSet": {
+        "test_concurrent_commits_at_one_seq_have_one_winner",
+    },
+    "ShortHistory": {
+        "test_a_head_past_its_commits_fails_closed",
+    },
 }
 HOOKED = {
     "test_a_commit_through_one_handle_is_read_through_another",
@@ -182,6 +232,7 @@ HOOKED = {
     "test_an_orphan_is_not_a_prior_for_idempotency",
     "test_an_orphan_is_overwritten_by_the_next_commit",
     "test_a_head_past_its_commits_fails_closed",
+    "test_a_gap_under_the_head_fails_closed",
     "test_nothing_past_the_head_is_read",
 }
 

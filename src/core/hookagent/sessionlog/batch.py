@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import orjson
 
 from .._limits import MAX_DEPTH, _parse, check_depth
@@ -31,6 +32,11 @@ BATCH_DEPTH = MAX_DEPTH + 3
 event, payload), so whatever a state may hold, an event may carry, and what is written
 is what a read accepts."""
 _KEYS = frozenset({"v", "id", "t", "r", "run", "turn", "at", "p"})
+_NUMBERS = (int, float)
+_TYPE, _PAYLOAD, _REQUIRED, _RUN, _TURN, _ID, _AT, _SEQ, _VERSION = (
+    LogEvent.__dict__[f.name].__set__ for f in attrs.fields(LogEvent)
+)  # the slot setters, in field order: they skip the frozen __setattr__
+_EMPTY: dict[str, Any] = {}
 
 
 def check_type(kind: object) -> str:
@@ -95,7 +101,16 @@ def encode_batch(events: Sequence[LogEvent]) -> bytes:
         raise InvalidState(f"a batch is a sequence of LogEvent, got {type(events).__name__}")
     if not 1 <= len(events) <= MAX_BATCH_EVENTS:
         raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
-    docs = [_doc(e) for e in events]
+    docs: Any = [_doc(e) for e in events]
+    shared = {}
+    for key, field in (("run", "run_id"), ("turn", "turn_id")):
+        first = getattr(events[0], field)
+        if first is not None and all(getattr(e, field) == first for e in events):
+            shared[key] = first  # a batch is mostly one run's: its ids once, not per event
+            for d in docs:
+                del d[key]
+    if shared:
+        docs = {"v": LOG_SCHEMA_VERSION, **shared, "e": docs}
     try:
         data = orjson.dumps(docs)
     except TypeError as exc:
@@ -121,37 +136,51 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
         docs = _parse(data, limit=MAX_BATCH_BYTES, what="log batch")
     except (CorruptState, StateTooLarge) as exc:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
+    shared: dict[str, Any] = {}
+    if isinstance(docs, dict) and docs.keys() <= {"v", "run", "turn", "e"} and "e" in docs:
+        if docs.get("v") != LOG_SCHEMA_VERSION:
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has version {docs.get('v')!r}")
+        shared = {k: docs[k] for k in ("run", "turn") if k in docs}
+        if not all(isinstance(v, str) for v in shared.values()):
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has a bad header")
+        docs = docs["e"]
     if not isinstance(docs, list) or not docs:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is not a list of events")
+    run0, turn0 = shared.get("run"), shared.get("turn")
     out: list[LogEvent] = []
+    make = object.__new__
     for i, doc in enumerate(docs):
         seq = first_seq + i
+        if type(doc) is not dict or not doc.keys() <= _KEYS:
+            raise LogCorrupt(f"{where}: event at seq {seq} is not an event envelope")
+        get = doc.get
+        eid, kind, at = get("id"), get("t"), get("at")
+        payload, required = get("p", _EMPTY), get("r", True)
+        run, turn = get("run", run0), get("turn", turn0)
         if (
-            not isinstance(doc, dict)
-            or not doc.keys() <= _KEYS
-            or not isinstance(doc.get("id"), str)
-            or not isinstance(doc.get("t"), str)
-            or type(doc.get("at")) not in (int, float)
-            or not isinstance(doc.get("p", {}), dict)
-            or type(doc.get("r", True)) is not bool
-            or not isinstance(doc.get("run", ""), str)
-            or not isinstance(doc.get("turn", ""), str)
+            type(eid) is not str
+            or type(kind) is not str
+            or type(at) not in _NUMBERS
+            or type(payload) is not dict
+            or type(required) is not bool
+            or (run is not None and type(run) is not str)
+            or (turn is not None and type(turn) is not str)
         ):
             raise LogCorrupt(f"{where}: event at seq {seq} is not an event envelope")
-        if doc.get("v", LOG_SCHEMA_VERSION) != LOG_SCHEMA_VERSION:
-            raise LogCorrupt(f"{where}: event at seq {seq} has schema version {doc.get('v')!r}")
-        out.append(
-            LogEvent(
-                doc["t"],
-                doc.get("p", {}),
-                doc.get("r", True),
-                doc.get("run"),
-                doc.get("turn"),
-                doc["id"],
-                doc["at"],
-                seq,
-            )
-        )
+        if get("v", LOG_SCHEMA_VERSION) != LOG_SCHEMA_VERSION:
+            raise LogCorrupt(f"{where}: event at seq {seq} has schema version {get('v')!r}")
+        # the envelope is checked above: build the frozen event without its __init__
+        event = make(LogEvent)
+        _TYPE(event, kind)
+        _PAYLOAD(event, payload if payload is not _EMPTY else {})
+        _REQUIRED(event, required)
+        _RUN(event, run)
+        _TURN(event, turn)
+        _ID(event, eid)
+        _AT(event, at)
+        _SEQ(event, seq)
+        _VERSION(event, LOG_SCHEMA_VERSION)
+        out.append(event)
     return out
 
 

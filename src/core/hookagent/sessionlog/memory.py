@@ -196,7 +196,9 @@ class InMemorySessionLog:
             picked = [c for c in s.commits[i:] if c.first_seq <= head]
         where = slot_name(user_id, session_id, "log")
         out: list[LogEvent] = []
-        expect = picked[0].first_seq if picked else seq + 1
+        expect = seq + 1  # the first commit picked holds it, unless the seqs before are missing
+        if picked and picked[0].first_seq <= expect:
+            expect = picked[0].first_seq
         for c in picked:
             if c.first_seq != expect:
                 raise LogCorrupt(f"{where}: seqs {expect}..{c.first_seq - 1} are missing")

@@ -57,6 +57,10 @@ class SessionLogConformance(InputLogConformance, CrashLogConformance):
         assert await log.read_after("u", "s", 0) == [], "a log never written has no events"
         assert not await log.is_sealed("u", "s", "w"), "nobody is sealed on a new log"
 
+    async def test_the_backend_declares_the_contract(self, log: SessionLog) -> None:
+        assert isinstance(log, SessionLog), "the backend lacks methods of SessionLog"
+        assert log.locality in ("process", "host", "shared"), f"locality {log.locality!r}"
+
     async def test_acquire_increments_the_epoch(self, log: SessionLog) -> None:
         first = await log.acquire("u", "s", "a", LONG)
         assert (first.epoch, first.owner, first.seq) == (1, "a", 0), f"first acquire: {first}"
@@ -277,8 +281,11 @@ class SessionLogConformance(InputLogConformance, CrashLogConformance):
 
     async def test_finish_ends_the_lease_and_seals_the_owner(self, log: SessionLog) -> None:
         writer = await log.acquire("u", "s", "run1", LONG)
-        result = await log.commit(writer, "last", 0, batch("last", 2), finish=True)
+        events = batch("last", 2)
+        result = await log.commit(writer, "last", 0, events, finish=True)
         assert (result.first_seq, result.last_seq) == (1, 2)
+        again = await log.commit(writer, "last", 0, events, finish=True)  # the reply was lost
+        assert again.duplicate and again.first_seq == 1, f"a retried final commit: {again}"
         head = await log.head("u", "s")
         assert head.seq == 2 and head.commit_id == "last", f"head after finish: {head}"
         assert head.owner is None or head.lease_until <= time.time(), f"lease kept: {head}"

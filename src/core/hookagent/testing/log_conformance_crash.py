@@ -15,15 +15,15 @@ from .log_conformance_hooks import LONG, LogHooks, batch, seqs, snapshot, tags, 
 ROUNDS = 5
 
 
-async def _grab(
-    handle: SessionLog, owner: str, session: str, won: list[str], held: list[str]
-) -> None:
+async def _grab(handle: SessionLog, owner: str, session: str, out: dict[str, list[str]]) -> None:
     await anyio.lowlevel.checkpoint()
     try:
         await handle.acquire("u", session, owner, LONG)
-        won.append(owner)
+        out["won"].append(owner)
     except LeaseHeld:
-        held.append(owner)
+        out["held"].append(owner)
+    except Exception as exc:  # a lost race must be LeaseHeld, not a database error
+        out["errors"].append(f"{owner}: {type(exc).__name__}: {exc}")
 
 
 class CrashLogConformance(LogHooks):
@@ -61,12 +61,12 @@ class CrashLogConformance(LogHooks):
         async with self.other(log) as other:
             for r in range(ROUNDS):
                 session = f"race{r}"
-                won: list[str] = []
-                held: list[str] = []
+                out: dict[str, list[str]] = {"won": [], "held": [], "errors": []}
                 async with anyio.create_task_group() as tg:
                     for i in range(6):
-                        tg.start_soon(_grab, (log, other)[i % 2], f"o{i}", session, won, held)
-                assert len(won) == 1 and len(held) == 5, f"round {r}: won {won}, held {held}"
+                        tg.start_soon(_grab, (log, other)[i % 2], f"o{i}", session, out)
+                won = out["won"]
+                assert len(won) == 1 and len(out["held"]) == 5, f"round {r}: {out}"
                 head = await other.head("u", session)
                 assert (head.owner, head.epoch) == (won[0], 1), f"round {r}: {head}"
 
@@ -127,6 +127,7 @@ class CrashLogConformance(LogHooks):
             writer = await written(log, "u", "s", 1)
             won: list[str] = []
             stale: list[str] = []
+            errors: list[str] = []
 
             async def commit(handle: SessionLog, batch_id: str) -> None:
                 await anyio.lowlevel.checkpoint()
@@ -135,11 +136,13 @@ class CrashLogConformance(LogHooks):
                     won.append(batch_id)
                 except StalePrefix:
                     stale.append(batch_id)
+                except Exception as exc:  # a lost race must be StalePrefix
+                    errors.append(f"{batch_id}: {type(exc).__name__}: {exc}")
 
             async with anyio.create_task_group() as tg:
                 for i in range(6):
                     tg.start_soon(commit, (log, other)[i % 2], f"c{i}")
-            assert len(won) == 1 and len(stale) == 5, f"won {won}, stale {stale}"
+            assert len(won) == 1 and len(stale) == 5, f"won {won}, stale {stale}, errors {errors}"
             assert tags(await log.read_after("u", "s", 1)) == [f"{won[0]}.0", f"{won[0]}.1"]
             assert (await log.head("u", "s")).seq == 3
 
@@ -219,7 +222,7 @@ class CrashLogConformance(LogHooks):
         assert tags(await log.read_after("u", "s", 4)) == ["other.0", "other.1"]
 
     async def test_a_head_past_its_commits_fails_closed(self, log: SessionLog) -> None:
-        writer = await written(log, "u", "s", 2)
+        await written(log, "u", "s", 2)
         await self.bad_head(log, "u", "s", 4)
         for after in (0, 1, 2, 3):
             with pytest.raises(LogCorrupt):
@@ -230,13 +233,24 @@ class CrashLogConformance(LogHooks):
                 read += seqs(page)
                 after = page[-1].seq
             raise AssertionError(f"paging stopped silently after {read} with the head at 4")
-        await log.commit(writer, "b1", 4, batch("b1", 1))  # a gap of 3..4 under it
-        with pytest.raises(LogCorrupt):
-            await log.read_after("u", "s", 0)
         await log.acquire("u", "t", "w", LONG)
         await self.bad_head(log, "u", "t", 3)  # no commit at all
         with pytest.raises(LogCorrupt):
             await log.read_after("u", "t", 0)
+
+    async def test_a_gap_under_the_head_fails_closed(self, log: SessionLog) -> None:
+        writer = await written(log, "u", "s", 2)
+        await self.bad_head(log, "u", "s", 4)
+        await log.commit(writer, "b1", 4, batch("b1", 1))  # seqs 3..4 missing under it
+        for after in (0, 1, 2):
+            with pytest.raises(LogCorrupt):
+                await log.read_after("u", "s", after)
+        first = await log.acquire("u", "t", "w", LONG)
+        await self.bad_head(log, "u", "t", 2)  # seqs 1..2 missing under the first commit
+        await log.commit(first, "b0", 2, batch("b0", 1))
+        for after in (0, 1):
+            with pytest.raises(LogCorrupt):
+                await log.read_after("u", "t", after)
 
     async def test_nothing_past_the_head_is_read(self, log: SessionLog) -> None:
         """A head inside a commit (seq 2 of 1..3): either ``LogCorrupt`` or the events up to

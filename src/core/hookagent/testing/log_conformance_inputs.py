@@ -12,10 +12,18 @@ import attrs
 import orjson
 import pytest
 
-from ..errors import InvalidIdentifier, InvalidState, InvalidStoreArgument, LeaseHeld, LogFenced
+from ..errors import (
+    InvalidIdentifier,
+    InvalidState,
+    InvalidStoreArgument,
+    LeaseHeld,
+    LogFenced,
+    StateTooLarge,
+)
 from ..sessionlog.base import LOG_SCHEMA_VERSION, LogEvent, LogHead, LogWriter, SessionLog
+from ..sessionlog.batch import MAX_BATCH_BYTES, MAX_BATCH_EVENTS
 from .corpus import HOSTILE_IDS, INVALID_IDS
-from .log_conformance_hooks import LONG, LogHooks, batch, snapshot, tags, written
+from .log_conformance_hooks import LONG, LogHooks, batch, seqs, snapshot, tags, written
 from .pairs import colliding_pairs
 
 Call = Callable[[Any], Awaitable[Any]]
@@ -78,6 +86,22 @@ class InputLogConformance(LogHooks):
                 f"event {n} ({was.type}) did not round-trip:\n sent {was}\n read {back}"
             )
         assert isinstance(got[0].payload, dict), "a payload reads back as a plain dict"
+
+    async def test_a_large_batch_round_trips_and_pages(self, log: SessionLog) -> None:
+        writer = await log.acquire("u", "s", "w", LONG)
+        big = [LogEvent("a/b", {"tag": "big", "i": i, "text": "x" * 200}) for i in range(3000)]
+        result = await log.commit(writer, "big", 0, big)
+        assert (result.first_seq, result.last_seq) == (1, 3000)
+        await log.commit(writer, "small", 3000, batch("small", 1))
+        got = await log.read_after("u", "s", 0)
+        assert seqs(got) == list(range(1, 3002)) and got[2999].payload["i"] == 2999
+        assert seqs(await log.read_after("u", "s", 1500, 3)) == [1501, 1502, 1503]
+        assert tags(await log.read_after("u", "s", 2999)) == ["big.2999", "small.0"]
+        too_many = batch("many", MAX_BATCH_EVENTS + 1)
+        await _raises(InvalidState, log.commit(writer, "many", 3001, too_many), "10,001 events")
+        huge = [LogEvent("a/b", {"text": "x" * MAX_BATCH_BYTES})]
+        await _raises(StateTooLarge, log.commit(writer, "huge", 3001, huge), "a batch over 8 MiB")
+        assert (await log.head("u", "s")).seq == 3001, "a refused batch moved the head"
 
     # ------------------------------------------------------------------ bad inputs
 

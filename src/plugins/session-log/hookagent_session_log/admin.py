@@ -26,7 +26,7 @@ from hookagent.store.ids import check_id
 
 from . import catalogue as c
 from .errors import ReconcileMismatch
-from .projection import Projection
+from .projection import Projection, gc_paused
 
 OWNER_LEASE = 30.0
 PAGE = 1000
@@ -142,7 +142,8 @@ class SessionLogAdmin:
             cp = await self.log.read_after(user_id, session_id, head.checkpoint_seq - 1, 1)
             base = cp[0].payload.get("base", 0) if cp else 0
             start = base - 1 if type(base) is int and base > 0 else 0
-        proj.apply(await self.log.read_after(user_id, session_id, start))
+        with gc_paused():
+            proj.apply(await self.log.read_after(user_id, session_id, start))
         return proj
 
     async def events(

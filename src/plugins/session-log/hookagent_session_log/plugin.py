@@ -34,11 +34,11 @@ from hookagent import (
     ToolResultBlock,
     hookimpl,
 )
-from hookagent.errors import AgentError, OwnerSealed, VersionConflict
+from hookagent.errors import AgentError, VersionConflict
 from hookagent.sessionlog import InMemorySessionLog
 
 from . import catalogue as c
-from .errors import RunAlreadyRecorded, TurnAlreadyCompleted
+from .errors import TurnAlreadyCompleted
 from .heartbeat import HEARTBEAT
 from .recording import Recording, lease_of
 from .store import LogBackedStore
@@ -47,7 +47,11 @@ log = logging.getLogger("hookagent.session_log")
 PLUGIN = "session-log"
 ORDER = 10_000
 """Innermost in both chains: a dispatch is recorded right before the provider or tool runs."""
-_OPTIONS = frozenset({"lease_seconds", "log_options"})
+_OPTIONS = frozenset({"lease_seconds", "log_options", "durability"})
+DURABILITY = ("dispatch", "tools")
+"""``dispatch`` (the default, the reference's rule): a commit is durable before every model
+call and every tool run. ``tools``: before every tool run and at the run's end; a model
+call's dispatch is recorded in the next commit (a crash mid-call loses that record only)."""
 _STORES: weakref.WeakSet[LogBackedStore] = weakref.WeakSet()
 _MEMORY_LOGS: dict[str, InMemorySessionLog] = {}
 _ENDS = frozenset({"run_finished", "run_failed", "run_suspended", "run_interrupted"})
@@ -77,6 +81,10 @@ def hookagent_configure(config: AgentConfig, kernel: Any) -> None:
             "session-log: options are set but AgentConfig(session_log=...) is not: name the log"
         )
     lease_of(dict(options))
+    if options.get("durability", "dispatch") not in DURABILITY:
+        raise ConfigurationError(
+            f"session-log: durability is one of {DURABILITY}, got {options.get('durability')!r}"
+        )
 
 
 @hookimpl
@@ -89,6 +97,7 @@ def hookagent_state_authority(config: AgentConfig, kernel: Any) -> LogBackedStor
         plugin_manager=kernel.pm,
         lease=lease_of(options),
         options=dict(options.get("log_options", {})),
+        durability=str(options.get("durability", "dispatch")),
     )
     _STORES.add(store)
     return store
@@ -114,12 +123,9 @@ async def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> None
     if seq < 0:
         raise AgentError(f"session-log: {slot}: the run's state was not loaded from the log")
     log_ = await store.log()
-    try:
+    writer = store.acquired.pop(slot, None)
+    if writer is None or writer.owner != ctx.run_id:  # loaded outside this run (a cache)
         writer = await log_.acquire(*slot, ctx.run_id, store.lease)
-    except OwnerSealed:
-        raise RunAlreadyRecorded(
-            f"run_id {ctx.run_id!r} is already recorded in session {slot[1]!r}: a run_id is used once"
-        ) from None
     proj = store.warm(slot) if writer.seq else None
     try:
         if writer.seq != seq or (writer.seq and proj is None):
@@ -144,6 +150,7 @@ async def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> None
         state=state,
         loaded_seq=seq,
         seq=writer.seq,
+        durability=store.durability,
         flushed=state.context.unchanged_prefix,
     )
     agent = ctx.get(Agent)
@@ -172,8 +179,11 @@ async def record_model(
     if rec is None or ctx.agent_state is None:
         return await call_next(request)
     payload = {"purpose": str(request.purpose), "messages": len(request.messages)}
-    dispatch = c.event(c.MODEL_DISPATCH, payload, run_id=rec.run_id, turn_id=rec.turn_id)
-    await rec.flush(ctx.agent_state, [dispatch])
+    if rec.durability == "tools":
+        rec.note(c.MODEL_DISPATCH, payload)  # committed with the next tool dispatch or the end
+    else:
+        dispatch = c.event(c.MODEL_DISPATCH, payload, run_id=rec.run_id, turn_id=rec.turn_id)
+        await rec.flush(ctx.agent_state, [dispatch])
     response = await call_next(request)
     rec.note(c.MODEL_END, {"message_id": response.message.id})
     return response
@@ -222,6 +232,13 @@ async def hookagent_on_run_event(event: RunEvent) -> None:
         return
     for store in list(_STORES):
         slot = (event.user_id, event.session_id)
+        early = store.acquired.get(slot)
+        if early is not None and early.owner == event.run_id:  # refused after its load
+            del store.acquired[slot]
+            try:
+                await (await store.log()).release(early)
+            except Exception:
+                log.warning("session-log: could not release run %s", event.run_id, exc_info=True)
         rec = store.recordings.get(slot)
         if rec is None or rec.run_id != event.run_id:
             continue

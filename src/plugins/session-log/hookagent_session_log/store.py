@@ -14,10 +14,17 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from hookagent import AgentState
-from hookagent.errors import LogCorrupt, StoreConfigurationError, VersionConflict
+import anyio
+from hookagent import AgentState, current_run_context
+from hookagent.errors import LogCorrupt, OwnerSealed, StoreConfigurationError, VersionConflict
 from hookagent.messages import new_id
-from hookagent.sessionlog import LogHead, SessionLog, open_session_log, session_log_registration
+from hookagent.sessionlog import (
+    LogHead,
+    LogWriter,
+    SessionLog,
+    open_session_log,
+    session_log_registration,
+)
 from hookagent.store.base import (
     AGENT_STATE_KEY,
     UNCONDITIONAL,
@@ -35,9 +42,9 @@ from hookagent.store.ids import (
 )
 
 from . import catalogue as c
-from .errors import AdminRefused, UncertainToolCalls
+from .errors import AdminRefused, RunAlreadyRecorded, UncertainToolCalls
 from .heartbeat import HEARTBEAT
-from .projection import Projection
+from .projection import Projection, gc_paused
 from .recording import Recording
 
 ADMIN_LEASE = 30.0
@@ -55,11 +62,13 @@ class LogBackedStore:
         plugin_manager: Any = None,
         lease: float = 120.0,
         options: dict[str, Any] | None = None,
+        durability: str = "dispatch",
     ) -> None:
         self._spec = spec
         self._pm = plugin_manager
         self._options = dict(options or {})
         self.lease = lease
+        self.durability = durability
         self._log: SessionLog | None = None if isinstance(spec, str) else spec
         self._owns_log = isinstance(spec, str)
         if isinstance(spec, str):
@@ -73,6 +82,8 @@ class LogBackedStore:
         self._projections: OrderedDict[tuple[str, str], Projection] = OrderedDict()
         self._loaded: dict[tuple[str, str], tuple[AgentState, int]] = {}
         self.recordings: dict[tuple[str, str], Recording] = {}
+        self.acquired: dict[tuple[str, str], LogWriter] = {}
+        """Writers a run's load took, until its ``state_loaded`` makes them a recording."""
 
     def __repr__(self) -> str:
         return f"LogBackedStore({self._spec!r})"
@@ -126,7 +137,8 @@ class LogBackedStore:
                 )
             base = found[0].payload.get("base", 0)
             start = base - 1 if type(base) is int and base > 0 else 0
-        proj.apply(await log.read_after(user_id, session_id, start))
+        with gc_paused():
+            proj.apply(await log.read_after(user_id, session_id, start))
         return proj
 
     def warm(self, slot: tuple[str, str]) -> Projection | None:
@@ -137,20 +149,51 @@ class LogBackedStore:
     async def get_versioned(
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
     ) -> Versioned:
+        """The projected state at the head's seq. Loading for a run, the run's writer lease
+        is taken in the same round trip (its seq is the head's): the run owns the session
+        from the state it loads, and nobody can commit in between."""
         check_slot(user_id, session_id, key)
         _only_state(key)
         log = await self.log()
-        head = await log.head(user_id, session_id)
-        if head.seq == 0:
-            self._loaded.pop((user_id, session_id), None)
-            return Versioned(None, 0)
-        proj = await self.project(user_id, session_id, head)
-        uncertain = proj.uncertain()
-        if uncertain:
-            raise UncertainToolCalls(user_id, session_id, uncertain)
-        state = check_loaded_slot(proj.state(), user_id, session_id, key)
-        self._loaded[(user_id, session_id)] = (state, head.seq)
-        return Versioned(state, head.seq)
+        slot = (user_id, session_id)
+        run = current_run_context()
+        head: LogHead | None = None
+        if run is not None and run.user_id == user_id and run.session_id in (None, session_id):
+            writer = await self._acquire(log, slot, run.run_id)
+            seq = writer.seq
+        else:
+            writer, head = None, await log.head(user_id, session_id)
+            seq = head.seq
+        try:
+            if seq == 0:
+                self._loaded.pop(slot, None)
+                return Versioned(None, 0)
+            proj = self._projections.get(slot)
+            if proj is None or proj.seq != seq:
+                proj = await self.project(user_id, session_id, head)
+            uncertain = proj.uncertain()
+            if uncertain:
+                raise UncertainToolCalls(user_id, session_id, uncertain)
+            state = check_loaded_slot(proj.state(), user_id, session_id, key)
+        except BaseException:
+            if writer is not None:
+                self.acquired.pop(slot, None)
+                with anyio.CancelScope(shield=True):
+                    await log.release(writer)
+            raise
+        self._loaded[slot] = (state, seq)
+        return Versioned(state, seq)
+
+    async def _acquire(self, log: SessionLog, slot: tuple[str, str], run_id: str) -> LogWriter:
+        try:
+            writer = await log.acquire(*slot, run_id, self.lease)
+        except OwnerSealed:
+            raise RunAlreadyRecorded(
+                f"run_id {run_id!r} is already recorded in session {slot[1]!r}: a run_id is "
+                "used once"
+            ) from None
+        self.acquired[slot] = writer
+        return writer
 
     def loaded_seq(self, state: AgentState) -> int | None:
         """The seq ``state`` was loaded (or last saved) at, if it is that very object."""

@@ -166,3 +166,25 @@ async def test_the_heartbeat_keeps_a_long_model_call_s_lease(log: InMemorySessio
     reply = await make_config(log, Slow(), plugin_options=options).build().call("hi", ctx())
     assert reply.text == "slow but sure"
     assert other == ["refused"] * 6
+
+
+async def test_durability_tools_commits_before_tools_and_at_the_end_only() -> None:
+    log = FailingLog(10_000)  # counts commits, never fails
+    model = ScriptedModel([tool_call("lookup", key=1), "done"])
+    options = {"session-log": {"durability": "tools"}}
+    await make_config(log, model, plugin_options=options).build().call("hi", ctx())
+    assert log.commits == 3  # the tool's dispatch, its result, the end (the default: 5)
+    kinds = await types(log)
+    assert kinds.count("model/dispatch") == 2 and kinds[-1] == "run/finished"
+    assert kinds.index("model/dispatch") < kinds.index("tool/dispatch")
+
+
+async def test_durability_is_checked() -> None:
+    from hookagent import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="durability"):
+        make_config(
+            InMemorySessionLog(),
+            ScriptedModel(["x"]),
+            plugin_options={"session-log": {"durability": "never"}},
+        ).build()

@@ -1,8 +1,9 @@
-"""Redis state store for hookagent: standalone, Cluster and Sentinel; Lua CAS; fenced gate."""
+"""Redis state store for hookagent: standalone, Cluster and Sentinel; Lua CAS; fenced gate; the session log."""
 
 from .errors import FenceEpochsExhausted, VersionRegression
 from .gate import RedisSessionGate
 from .keys import DEFAULT_PREFIX, KeyLayout
+from .sessionlog import RedisSessionLog, connect_log
 from .store import RedisAgentStateStore
 from .urls import SCHEMES, connect
 
@@ -13,6 +14,8 @@ __all__ = [
     "KeyLayout",
     "RedisAgentStateStore",
     "RedisSessionGate",
+    "RedisSessionLog",
     "VersionRegression",
     "connect",
+    "connect_log",
 ]

@@ -8,8 +8,10 @@ unavailability of the data the caller was promised, so it subclasses ``StoreUnav
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from hookagent.errors import (
     CorruptState,
@@ -19,6 +21,9 @@ from hookagent.errors import (
     StoreUnavailable,
 )
 from redis import exceptions as rx
+
+T = TypeVar("T")
+_RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
 
 
 class VersionRegression(StoreUnavailable):
@@ -105,3 +110,18 @@ def translated(what: str) -> Iterator[None]:
             f"redis is unreachable during {what} (outcome unknown for writes): "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+
+
+async def retrying(send: Callable[[], Awaitable[T]], what: str, retries: int = 1) -> tuple[T, bool]:
+    """``send()`` with typed errors; a lost connection (killed client, failover) is re-sent
+    ``retries`` times after 50 ms. Only for calls that are safe to repeat. Returns (answer,
+    re-sent?): a re-sent write cannot trust a refusal (its first send may have landed)."""
+    for attempt in range(retries + 1):
+        try:
+            with translated(what):
+                return await send(), attempt > 0
+        except StoreUnavailable as exc:
+            if attempt == retries or not isinstance(exc.__cause__, _RETRYABLE):
+                raise
+            await asyncio.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")

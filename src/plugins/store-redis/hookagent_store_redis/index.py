@@ -34,7 +34,7 @@ class SessionIndex:
         check_id(user_id, "user_id", allow_empty=True)
         check_page_limit(limit)
         check_cursor(cursor)
-        index = self.layout.user_index(user_id)
+        index = self._index_key(user_id)
         # "" lists from the start, like None: "(" + encode_id("") would start after "~"
         start = "(" + encode_id(cursor) if cursor else "-"
         found: list[str] = []
@@ -57,24 +57,53 @@ class SessionIndex:
         page = tuple(found[:limit])
         return SessionPage(page, page[-1] if len(found) > limit else None)
 
+    # what is indexed, and how a session is told alive: the state store's sessions (a key
+    # set) here; the session log overrides both (its own index, a head at seq > 0)
+    def _index_key(self, user_id: str) -> str:
+        return self.layout.user_index(user_id)
+
+    def _probe(self, client: Any, user_id: str, session_id: str) -> Any:
+        return client.exists(self.layout.session(user_id, session_id).keyset)
+
+    def _is_alive(self, answer: Any) -> bool:
+        return bool(answer)
+
     async def _alive(self, user_id: str, session_ids: list[str]) -> list[bool]:
         with translated("list"):
             async with self.client.pipeline(transaction=False) as pipe:
                 for sid in session_ids:
-                    pipe.exists(self.layout.session(user_id, sid).keyset)
-                return [bool(x) for x in await pipe.execute()]
+                    self._probe(pipe, user_id, sid)
+                return [self._is_alive(x) for x in await pipe.execute()]
 
     async def _index_add(self, user_id: str, session_id: str) -> None:
         with translated("index"):
-            await self.client.zadd(self.layout.user_index(user_id), {encode_id(session_id): 0})
+            await self.client.zadd(self._index_key(user_id), {encode_id(session_id): 0})
 
     async def _index_remove_checked(self, user_id: str, session_id: str) -> None:
         """ZREM, then re-add if the session exists: a racing create is never left unindexed."""
-        index, member = self.layout.user_index(user_id), encode_id(session_id)
+        index, member = self._index_key(user_id), encode_id(session_id)
         with translated("index"):
             await self.client.zrem(index, member)
-            if await self.client.exists(self.layout.session(user_id, session_id).keyset):
+            if self._is_alive(await self._probe(self.client, user_id, session_id)):
                 await self.client.zadd(index, {member: 0})
+
+
+class LogIndex(SessionIndex):
+    """The per-user index of sessions with a log (``<prefix>:{U}:logs``): a session is
+    listed while its head's seq is above 0, as the in-memory log lists."""
+
+    def __init__(self, client: Any, layout: KeyLayout) -> None:
+        self.client, self.layout = client, layout
+
+    def _index_key(self, user_id: str) -> str:
+        return self.layout.log_index(user_id)
+
+    def _probe(self, client: Any, user_id: str, session_id: str) -> Any:
+        return client.hget(self.layout.session(user_id, session_id).log_keys()[0], "s")
+
+    def _is_alive(self, answer: Any) -> bool:
+        text = None if answer is None else _s(answer)
+        return text is not None and text != "0"  # a damaged seq is listed: reads fail closed
 
 
 def decode_member(member: str) -> str:

@@ -66,6 +66,12 @@ class SessionKeys:
         """Hash waiter -> deadline (ms, server clock) after which a silent waiter is dropped."""
         return f"{self.base}:qdl"
 
+    # the session log (sessionlog.py): its own keys, same hash tag
+    def log_keys(self) -> list[str]:
+        """Head, seq index, bytes, commit records, batch index, sealed owners: the order
+        the log's scripts take them in."""
+        return [f"{self.base}:log:{part}" for part in ("h", "i", "c", "m", "b", "x")]
+
 
 @attrs.frozen
 class KeyLayout:
@@ -80,6 +86,10 @@ class KeyLayout:
     def user_index(self, user_id: str) -> str:
         """Sorted set (score 0, lexicographic) of a user's encoded session ids."""
         return f"{self.prefix}:{{{encode_id(user_id)}}}:sessions"
+
+    def log_index(self, user_id: str) -> str:
+        """Sorted set (score 0, lexicographic) of a user's encoded session ids with a log."""
+        return f"{self.prefix}:{{{encode_id(user_id)}}}:logs"
 
     def match_all(self) -> str:
         """A SCAN pattern for every key of this prefix (tests, cleanup); no id is spliced in."""

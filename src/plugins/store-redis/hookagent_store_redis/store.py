@@ -13,7 +13,6 @@ entry, which listing skips and removes, never a session missing from the index.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -45,13 +44,12 @@ from hookagent.store.ids import (
     encode_id,
     slot_name,
 )
-from redis import exceptions as rx
 
 from . import lua
 from .cache import CachedHistory, Lru, Seen, Slot, chain
 from .damage import damaged as _damaged
 from .damage import decoded as _decoded
-from .errors import VersionRegression, translated
+from .errors import VersionRegression, retrying, translated
 from .index import SessionIndex, decode_member
 from .keys import DEFAULT_PREFIX, KeyLayout
 from .options import check_options, check_replication
@@ -59,7 +57,6 @@ from .options import check_options, check_replication
 _SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
 RETRIES = 1
 T = TypeVar("T")
-_RETRYABLE = (rx.ConnectionError, rx.TimeoutError)
 
 
 def _s(value: Any) -> str:
@@ -132,15 +129,7 @@ class RedisAgentStateStore(SessionIndex):
         return await self._retrying(lambda: script.run(self.client, keys, args), what)
 
     async def _retrying(self, send: Callable[[], Awaitable[T]], what: str) -> tuple[T, bool]:
-        for attempt in range(RETRIES + 1):
-            try:
-                with translated(what):
-                    return await send(), attempt > 0
-            except StoreUnavailable as exc:
-                if attempt == RETRIES or not isinstance(exc.__cause__, _RETRYABLE):
-                    raise
-                await asyncio.sleep(0.05 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return await retrying(send, what, RETRIES)
 
     # ------------------------------------------------------------------ load
 

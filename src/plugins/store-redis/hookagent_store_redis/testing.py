@@ -326,3 +326,29 @@ async def delete_prefix(client: Any, prefix: str) -> None:
     keys = [k async for k in client.scan_iter(match=pattern, count=1000)]
     for k in keys:  # one by one: cluster keys live in different slots
         await client.delete(k)
+
+
+async def plant_log_orphan(
+    log: Any, user_id: str, session_id: str, batch_id: str, events: Any
+) -> None:
+    """A session-log commit at ``head.seq + 1`` whose head never moved (a crash between
+    the two writes, as a backend without one atomic step could leave): bytes, record, seq
+    index and batch index written with plain commands, behind the log's back."""
+    from hookagent.sessionlog import encode_commit
+
+    head, seqs, blobs, records, batches, _ = log.layout.session(user_id, session_id).log_keys()
+    data, digest = encode_commit(events)
+    first = int(await log.client.hget(head, "s") or 0) + 1
+    await log.client.hset(blobs, str(first), data)
+    await log.client.hset(records, str(first), f"{first + len(events) - 1} {digest} {batch_id}")
+    await log.client.zadd(seqs, {str(first): first})
+    await log.client.hset(batches, batch_id, str(first))
+
+
+async def plant_log_head(log: Any, user_id: str, session_id: str, seq: int) -> None:
+    """Move a session log's head to ``seq`` without a commit (and index the session)."""
+    from hookagent.store.ids import encode_id
+
+    head = log.layout.session(user_id, session_id).log_keys()[0]
+    await log.client.hset(head, "s", str(seq))
+    await log.client.zadd(log.layout.log_index(user_id), {encode_id(session_id): 0})

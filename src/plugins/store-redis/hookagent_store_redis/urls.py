@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -153,7 +153,14 @@ def _split_options(query: str) -> tuple[dict[str, str], dict[str, str]]:
     return ours, theirs
 
 
-def _store_options(ours: dict[str, str], options: dict[str, Any]) -> dict[str, Any]:
+def _store_options(
+    ours: dict[str, str], options: dict[str, Any], allowed: tuple[str, ...]
+) -> dict[str, Any]:
+    given = sorted({*ours, *options} - {*allowed, "client_options", "sentinel_password"})
+    if given:
+        raise StoreConfigurationError(
+            f"unknown redis store option(s): {given} (this takes {[*allowed]})"
+        )
     out: dict[str, Any] = {}
     if "prefix" in ours:
         out["prefix"] = ours["prefix"]
@@ -174,15 +181,24 @@ def _store_options(ours: dict[str, str], options: dict[str, Any]) -> dict[str, A
                     f"{name} in the redis URL is not {'an int' if kind is int else 'a number'}: "
                     f"{ours[name]!r}"
                 ) from None
-    unknown = set(options) - {*_STORE_OPTIONS, "client_options"}
-    if unknown:
-        raise StoreConfigurationError(f"unknown redis store option(s): {sorted(unknown)}")
-    out.update({k: v for k, v in options.items() if k in _STORE_OPTIONS})
+    out.update({k: v for k, v in options.items() if k in allowed})
     return out
 
 
 def connect(url: str, **options: Any) -> RedisAgentStateStore:
     """Build a store (and its client, owned by the store) from a URL."""
+    client, on_close, store_kw = open_client(url, options)
+    return RedisAgentStateStore(client, owns_client=True, on_close=on_close, **store_kw)
+
+
+def open_client(
+    url: str, options: Mapping[str, Any], allowed: tuple[str, ...] = _STORE_OPTIONS
+) -> tuple[Any, list[Callable[[], Awaitable[Any]]], dict[str, Any]]:
+    """The client a URL names, what else closing it takes, and the checked store options.
+
+    Shared by the state store and the session log (``allowed``: the options the caller
+    takes; any other is a ``StoreConfigurationError``).
+    """
     if not isinstance(url, str):
         raise StoreConfigurationError(f"redis store URL must be a str, got {type(url).__name__}")
     parts = urlsplit(url)
@@ -195,7 +211,7 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
     ours, theirs = _split_options(parts.query)
     if "sentinel_password" in ours and not scheme.endswith("+sentinel"):
         raise StoreConfigurationError("sentinel_password applies only to redis+sentinel URLs")
-    store_kw = _store_options(ours, options)
+    store_kw = _store_options(ours, dict(options), allowed)
     # every store option is checked before a client exists
     check_prefix(store_kw.get("prefix", DEFAULT_PREFIX))
     check_options(store_kw.get("ttl"), store_kw.get("cache_slots", 0), 0)
@@ -223,9 +239,10 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
     tls = scheme.startswith("rediss")
     try:
         if scheme.endswith("+cluster"):
-            return _cluster(parts.netloc, parts.path, theirs, tls, client_kw, store_kw)
+            return _cluster(parts.netloc, parts.path, theirs, tls, client_kw), [], store_kw
         if scheme.endswith("+sentinel"):
-            return _sentinel(parts.netloc, parts.path, ours, theirs, tls, client_kw, store_kw)
+            client, on_close = _sentinel(parts.netloc, parts.path, ours, theirs, tls, client_kw)
+            return client, on_close, store_kw
         from redis.asyncio import Redis
 
         db_query = theirs.get("db", "0")
@@ -253,7 +270,7 @@ def connect(url: str, **options: Any) -> RedisAgentStateStore:
         raise
     except (ValueError, TypeError) as exc:
         raise StoreConfigurationError(f"bad redis URL {url!r}: {exc}") from exc
-    return RedisAgentStateStore(client, owns_client=True, **store_kw)
+    return client, [], store_kw
 
 
 def _cluster(
@@ -262,8 +279,7 @@ def _cluster(
     query: dict[str, str],
     tls: bool,
     kw: dict[str, Any],
-    store_kw: dict[str, Any],
-) -> RedisAgentStateStore:
+) -> Any:
     from redis.asyncio.cluster import ClusterNode, RedisCluster
 
     user, password, hosts = _hosts(netloc, 6379)
@@ -273,14 +289,13 @@ def _cluster(
         )
     if query:
         raise StoreConfigurationError(f"unsupported redis+cluster URL options: {sorted(query)}")
-    client = RedisCluster(
+    return RedisCluster(
         startup_nodes=[ClusterNode(h, p) for h, p in hosts],
         username=user,
         password=password,
         ssl=tls,
         **kw,
     )
-    return RedisAgentStateStore(client, owns_client=True, **store_kw)
 
 
 def _sentinel(
@@ -290,8 +305,7 @@ def _sentinel(
     query: dict[str, str],
     tls: bool,
     kw: dict[str, Any],
-    store_kw: dict[str, Any],
-) -> RedisAgentStateStore:
+) -> tuple[Any, list[Callable[[], Awaitable[Any]]]]:
     from redis.asyncio.sentinel import Sentinel
 
     user, password, hosts = _hosts(netloc, 26379)
@@ -327,7 +341,7 @@ def _sentinel(
         for s in sentinel.sentinels:
             await s.aclose()
 
-    return RedisAgentStateStore(client, owns_client=True, on_close=[close_sentinels], **store_kw)
+    return client, [close_sentinels]
 
 
 def factory(url: str, **options: Any) -> RedisAgentStateStore:

@@ -4,6 +4,7 @@ python workers.py cas URL PREFIX WORKER ATTEMPTS       compare-and-set appends o
 python workers.py naive URL PREFIX WORKER ATTEMPTS     GET/SET read-modify-write (control)
 python workers.py gate URL PREFIX WORKER CALLS         gated calls (load, append 2, save)
 python workers.py agent URL PREFIX WORKER CALLS        the kernel agent with the Redis gate
+python workers.py log URL PREFIX WORKER TENURES        session-log writers taking turns
 """
 
 from __future__ import annotations
@@ -114,7 +115,48 @@ async def agent_calls(url: str, prefix: str, worker: int, calls: int) -> dict[st
     return {"inputs": list(done)}
 
 
-MODES = {"cas": cas, "naive": naive, "gate": gated, "agent": agent_calls}
+async def log_writer(url: str, prefix: str, worker: int, tenures: int) -> dict[str, object]:
+    """Acquire the session's log lease (0.25 s), commit six batches of two events, pausing
+    0.35 s after the third (past the lease: the other worker may take over, and then this
+    one's next commit must be refused), release. Reports every acknowledged commit."""
+    from hookagent.errors import LeaseHeld, LogFenced
+    from hookagent.sessionlog import LogEvent
+    from hookagent_store_redis import connect_log
+
+    log = connect_log(url, prefix=prefix)
+    acked: list[list[object]] = []
+    fenced = held = 0
+    try:
+        for t in range(tenures):
+            owner = f"w{worker}-{t}"
+            while True:
+                try:
+                    writer = await log.acquire(USER, SESSION, owner, 0.25)
+                    break
+                except LeaseHeld:
+                    held += 1
+                    await asyncio.sleep(0.005)
+            seq = writer.seq
+            for i in range(6):
+                if i == 3:
+                    await asyncio.sleep(0.35)
+                bid = f"{owner}-{i}"
+                events = [LogEvent("message/appended", {"token": f"{bid}/{k}"}) for k in (0, 1)]
+                try:
+                    done = await log.commit(writer, bid, seq, events)
+                except LogFenced:
+                    fenced += 1
+                    break
+                acked.append([bid, done.first_seq, done.last_seq])
+                seq = done.last_seq
+            else:
+                await log.release(writer)
+    finally:
+        await log.aclose()
+    return {"acked": acked, "fenced": fenced, "held": held}
+
+
+MODES = {"cas": cas, "naive": naive, "gate": gated, "agent": agent_calls, "log": log_writer}
 
 if __name__ == "__main__":
     mode, url, prefix, worker, n = sys.argv[1:6]

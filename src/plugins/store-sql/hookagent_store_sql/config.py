@@ -70,6 +70,18 @@ class TableNames:
         return f"{self.prefix}fences"
 
     @property
+    def log_heads(self) -> str:
+        return f"{self.prefix}log_heads"
+
+    @property
+    def log_commits(self) -> str:
+        return f"{self.prefix}log_commits"
+
+    @property
+    def log_seals(self) -> str:
+        return f"{self.prefix}log_seals"
+
+    @property
     def migrations(self) -> str:
         return f"{self.prefix}schema_migrations"
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .config import TableNames, split_url
 from .errors import TRANSLATED, translate
+from .log_schema import LogTables
 from .schema import Flavor, Tables, migrations_table
 
 MigrationFn = Callable[[AsyncConnection, TableNames, Flavor], Awaitable[None]]
@@ -73,6 +74,12 @@ async def _m2_generation_and_fences(
     await conn.run_sync(lambda c: tables.fences.create(c, checkfirst=True))
 
 
+async def _m3_session_log(conn: AsyncConnection, names: TableNames, flavor: Flavor) -> None:
+    """The session log's heads, commits and sealed owners (``SqlSessionLog``)."""
+    log = LogTables(names, flavor)
+    await conn.run_sync(lambda c: log.metadata.create_all(c, checkfirst=True))
+
+
 @attrs.frozen
 class Migration:
     version: int
@@ -83,6 +90,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m1_initial),
     Migration(2, "generation_and_fences", _m2_generation_and_fences),
+    Migration(3, "session_log", _m3_session_log),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from hookagent.hookspecs import hookimpl
 from hookagent.registry import StoreRegister
 
 from .config import SCHEMES
+from .sessionlog import SqlSessionLog
 from .store import SQLAgentStateStore
 
 
@@ -42,3 +43,26 @@ def open_store(url: str, **options: Any) -> Opening:
 def hookagent_register_state_stores(register: StoreRegister) -> None:
     for scheme in SCHEMES:
         register(scheme, open_store, locality="host" if "sqlite" in scheme else "shared")
+
+
+class OpeningLog:
+    """An awaitable of the opened session log (``SqlSessionLog.open``), as ``Opening``."""
+
+    def __init__(self, log: SqlSessionLog) -> None:
+        self.log = log
+
+    def __await__(self) -> Generator[Any, None, SqlSessionLog]:
+        return self.log.open().__await__()
+
+
+def open_session_log(url: str, **options: Any) -> OpeningLog:
+    """``factory(url, **options)`` registered for every scheme: the session log, opened."""
+    return OpeningLog(SqlSessionLog(url, **options))
+
+
+@hookimpl
+def hookagent_register_session_logs(register: Callable[..., None]) -> None:
+    # the kernel types this ``register`` as the state stores' StoreRegister (factories of
+    # AgentStateStore); it takes SessionLog factories
+    for scheme in SCHEMES:
+        register(scheme, open_session_log, locality="host" if "sqlite" in scheme else "shared")

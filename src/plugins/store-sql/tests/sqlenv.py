@@ -56,7 +56,8 @@ async def drop_tables(url: str, names: TableNames) -> None:
                     f"DROP DATABASE IF EXISTS {prep.quote_schema(names.schema)}"
                 )
                 return
-            for table in (names.messages, names.slots, names.fences, names.migrations):
+            log = (names.log_commits, names.log_seals, names.log_heads)
+            for table in (names.messages, names.slots, names.fences, *log, names.migrations):
                 await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prep.quote(table)}")
     finally:
         await engine.dispose()

@@ -1,0 +1,117 @@
+"""The session log's tables (migration 3), next to the state store's, with the same prefix.
+
+Why hashes in two keys: an index holds at most two ids of up to 256 characters (2 KiB in
+utf8mb4) next to fixed-size columns, under MySQL's 3072-byte and PostgreSQL's 2704-byte key
+limits, so the batch-id and sealed-owner keys use a digest of the id (``id_hash``) and keep
+the id itself in a plain column.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Index,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    TypeDecorator,
+    func,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
+
+from .config import TableNames
+from .schema import HASH_LENGTH, Flavor, _table_kw
+
+DIGEST_LENGTH = 64
+
+
+def id_hash(value: str) -> str:
+    """128-bit hex digest of an id (batch_id, owner): the short form a unique key holds."""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+
+
+class MysqlBlob(TypeDecorator[bytes]):
+    """LONGBLOB (a commit may be 8 MiB; BLOB holds 64 KiB) whose values are sent as base64
+    text through ``FROM_BASE64``: aiomysql 0.3 cannot bind ``bytes`` with PyMySQL >= 1.2
+    (it imports a converter PyMySQL removed), and base64 keeps an 8 MiB commit under the
+    default 16 MiB ``max_allowed_packet`` where hex would not."""
+
+    impl = mysql.LONGBLOB
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> Any:  # the text alone, not LONGBLOB's
+        def process(value: bytes | None) -> str | None:
+            return None if value is None else base64.b64encode(value).decode("ascii")
+
+        return process
+
+    def bind_expression(self, bindvalue: Any) -> Any:
+        return func.from_base64(bindvalue, type_=mysql.LONGBLOB())
+
+
+def _blob(flavor: Flavor) -> TypeEngine[bytes]:
+    if flavor.name in ("mysql", "mariadb"):
+        return MysqlBlob()
+    return LargeBinary()
+
+
+class LogTables:
+    """``<p>log_heads``, ``<p>log_commits``, ``<p>log_seals`` (docs/stores/sql.md)."""
+
+    def __init__(self, names: TableNames, flavor: Flavor) -> None:
+        self.names, self.flavor = names, flavor
+        self.metadata = MetaData(schema=names.schema)
+        f, kw, p = flavor, _table_kw(flavor), names.prefix
+        self.heads = Table(
+            names.log_heads,
+            self.metadata,
+            Column("user_id", f.id(), nullable=False),
+            Column("session_id", f.id(), nullable=False),
+            Column("seq", BigInteger, nullable=False),
+            Column("epoch", BigInteger, nullable=False),
+            Column("owner", f.id(), nullable=True),
+            Column("lease_until", Double(), nullable=False),
+            Column("commit_id", f.id(), nullable=True),
+            Column("checkpoint_seq", BigInteger, nullable=False),
+            # bumped by every write under the head's lock (random at creation): see log_queries
+            Column("rev", BigInteger, nullable=False),
+            PrimaryKeyConstraint("user_id", "session_id", name=f"{p}log_heads_pk"),
+            **kw,
+        )
+        self.commits = Table(
+            names.log_commits,
+            self.metadata,
+            Column("user_id", f.id(), nullable=False),
+            Column("session_id", f.id(), nullable=False),
+            Column("first_seq", BigInteger, nullable=False),
+            Column("last_seq", BigInteger, nullable=False),
+            Column("batch_hash", f.ascii(HASH_LENGTH), nullable=False),
+            Column("batch_id", f.id(), nullable=False),
+            Column("digest", f.ascii(DIGEST_LENGTH), nullable=False),
+            Column("data", _blob(f), nullable=False),
+            PrimaryKeyConstraint("user_id", "session_id", "first_seq", name=f"{p}log_commits_pk"),
+            Index(f"{p}log_commits_batch", "user_id", "session_id", "batch_hash", unique=True),
+            **kw,
+        )
+        self.seals = Table(
+            names.log_seals,
+            self.metadata,
+            Column("user_id", f.id(), nullable=False),
+            Column("session_id", f.id(), nullable=False),
+            Column("owner_hash", f.ascii(HASH_LENGTH), nullable=False),
+            Column("owner", f.id(), nullable=False),
+            PrimaryKeyConstraint("user_id", "session_id", "owner_hash", name=f"{p}log_seals_pk"),
+            **kw,
+        )
+
+    def all(self) -> list[Any]:
+        return list(self.metadata.sorted_tables)

@@ -254,3 +254,41 @@ def test_sync_twins(tmp_path: Any) -> None:
         done = session.wait_sync(view.command_id, timeout=10)
         assert done.status == "completed" and done.reply_text == "sync ok"
         assert session.tasks_sync(status="completed") == [done]
+
+
+async def test_the_status_sequence_of_every_kind(env: dict[str, Any]) -> None:
+    session: AgentSession = env["session"]
+    model: GatedModel = env["model"]
+    inbox: SessionLog = env["inbox"]
+    model.replies = [("tool", "deploy", {"env": "prod"}), "deployed"]
+    ask = await session.submit("ship it", idempotency_key="ask")
+    await session.wait(ask.command_id, timeout=10)
+    [pending] = await session.pending_interactions()
+    answer = await session.respond(pending.tool_use_id, Approve(pending.tool_use_id))
+    await session.wait(answer.command_id, timeout=10)
+    model.block()
+    long = await session.submit("long", idempotency_key="long")
+    running = await eventually(lambda: _status(session, long.command_id, "running"))
+    steer = await session.steer("shorter")
+    await eventually(lambda: _status(session, steer.command_id, "running"))
+    stop = await session.interrupt()
+    await session.wait(stop.command_id, timeout=10)  # applied: the steer's run is told to stop
+    model.release()
+    stale = await session.resume("not-a-turn")
+    await session.wait(stale.command_id, timeout=10)
+    resumed = await session.resume(str(running.turn_id))
+    await session.wait(resumed.command_id, timeout=10)
+    expected = {
+        ask.command_id: ["starting", "running", "suspended"],
+        answer.command_id: ["starting", "running", "completed"],
+        long.command_id: ["starting", "running", "interrupted"],
+        steer.command_id: ["starting", "running", "interrupted"],
+        stop.command_id: ["completed"],
+        stale.command_id: ["starting", "rejected"],
+        resumed.command_id: ["starting", "running", "completed"],
+    }
+    for cid, seq in expected.items():
+        assert await statuses(inbox, "u", "s", cid) == seq, (await session.task(cid)).kind
+    views = {v.command_id: v for v in await session.tasks()}
+    assert views[stop.command_id].target_run_id == views[steer.command_id].run_id
+    assert views[resumed.command_id].turn_id == running.turn_id == views[steer.command_id].turn_id

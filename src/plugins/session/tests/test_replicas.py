@@ -18,6 +18,8 @@ import orjson
 import pytest
 from hookagent import AgentConfig
 from hookagent.messages import new_id
+from hookagent.plugins import create_plugin_manager
+from hookagent.sessionlog import collect_session_logs
 from hookagent_session import SessionHost, TaskView
 from hookagent_session_log import SessionLogAdmin
 from session_support import GatedModel
@@ -33,6 +35,12 @@ BACKENDS: dict[str, dict[str, Any]] = {
     },
     "postgresql": {"log": PG, "inbox": PG, "inbox_options": {"table_prefix": "hasess_inbox_"}},
 }
+if "file" in collect_session_logs(create_plugin_manager()):  # the file log, once it is merged
+    BACKENDS["file"] = {
+        "log": "file://{tmp}/log",
+        "inbox": "file://{tmp}/inbox",
+        "inbox_options": {},
+    }
 LEASE = 2.0
 
 
@@ -110,7 +118,10 @@ class Replica:
 
 @pytest.fixture(params=sorted(BACKENDS))
 def cluster(request: Any, tmp_path: Path) -> Any:
-    backend = BACKENDS[request.param]
+    backend = {
+        k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v
+        for k, v in BACKENDS[request.param].items()
+    }
     user = f"u-{new_id()}"
     effects = tmp_path / "effects"
     replicas: list[Replica] = []

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 from anyio.abc import TaskGroup
 from hookagent import AgentRun, Msg, RunEvent, RuntimeContext
 from hookagent.errors import (
@@ -215,7 +216,9 @@ class SessionDriver:
         assert self._tg is not None
         self.busy = e.command_id
         self.local = None
-        self._tg.start_soon(self._execute, e)
+        # a detached copy: the fold's entry moves on if another replica takes the command
+        # over, and this run's reports must stay those of its own attempt
+        self._tg.start_soon(self._execute, attrs.evolve(e))
 
     def _prepare(
         self, e: Entry, state: InboxState

@@ -7,12 +7,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from hookagent import AgentConfig, Approve, Msg
+from hookagent import AgentConfig, Approve, ConfigurationError, Msg
+from hookagent.errors import InvalidIdentifier
 from hookagent.messages import new_id
 from hookagent.sessionlog import SessionLog, open_session_log
 from hookagent_session import (
     AgentSession,
+    HostNotRunning,
     IdempotencyConflict,
+    InboxBusy,
     InvalidCommand,
     NotRunning,
     SessionHost,
@@ -292,3 +295,45 @@ async def test_the_status_sequence_of_every_kind(env: dict[str, Any]) -> None:
     views = {v.command_id: v for v in await session.tasks()}
     assert views[stop.command_id].target_run_id == views[steer.command_id].run_id
     assert views[resumed.command_id].turn_id == running.turn_id == views[steer.command_id].turn_id
+
+
+async def test_events_follow_the_log_as_runs_write_it(env: dict[str, Any]) -> None:
+    import anyio
+
+    session: AgentSession = env["session"]
+    seen: list[tuple[int, str]] = []
+
+    async def follow() -> None:
+        async for e in session.events():
+            seen.append((e.seq, e.type))
+            if e.type == "run/finished":
+                return
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await anyio.sleep(0.05)  # the follower waits on an empty log first
+            await session.submit("hi")
+    assert seen[0] == (1, "run/started") and seen[-1][1] == "run/finished"
+    assert [s for s, _ in seen] == list(range(1, len(seen) + 1))
+
+
+async def test_a_busy_inbox_and_a_host_not_running_are_typed_errors() -> None:
+    name = new_id()
+    config = AgentConfig(model=GatedModel(), session_log=f"memory://log-{name}")
+    host = SessionHost(config, inbox=f"memory://inbox-{name}", append_timeout=0.3)
+    with pytest.raises(HostNotRunning):
+        await host.session("u", "s").submit("hi")
+    inbox = await open_session_log(f"memory://inbox-{name}")
+    held = await inbox.acquire("u", "c/s", "someone-else", 60)
+    async with host:
+        with pytest.raises(InboxBusy):
+            await host.session("u", "s").submit("hi")
+        await inbox.release(held)
+        assert (await host.session("u", "s").submit("hi")).status == "queued"
+    with pytest.raises(ConfigurationError):
+        SessionHost(AgentConfig(model=GatedModel()), inbox="memory://x")
+    with pytest.raises(ConfigurationError):
+        SessionHost(config, inbox="memory://x", poll_interval=0)
+    with pytest.raises(InvalidIdentifier):
+        host.session("u", "")

@@ -1,5 +1,6 @@
-"""Two service replicas (processes) on one Redis and on one PostgreSQL: every command runs
-exactly once, in order per session; a replica killed mid-run hands its sessions over."""
+"""Two service replicas (processes) on one Redis, one PostgreSQL and one directory (the file
+log): every command runs exactly once, in order per session; a replica killed mid-run hands
+its sessions over."""
 
 from __future__ import annotations
 

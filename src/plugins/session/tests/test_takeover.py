@@ -124,6 +124,7 @@ async def test_two_hosts_in_one_process_run_each_command_once_in_order() -> None
             ends = [v.finished_at for v in views]
             assert ends == sorted(ends)  # type: ignore[type-var]
         await eventually(lambda: not a.owned_sessions() and not b.owned_sessions())
+        assert await b.sessions("u") == ["s0", "s1", "s2", "s3"]
     seen = model_a.seen + model_b.seen
     assert Counter(seen) == Counter(f"{s} {i}" for s in sent for i in range(8))
     for s in sent:  # each session's order, whichever host ran each command

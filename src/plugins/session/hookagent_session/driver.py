@@ -220,7 +220,7 @@ class SessionDriver:
         # over, and this run's reports must stay those of its own attempt
         self._tg.start_soon(self._execute, attrs.evolve(e))
 
-    def _prepare(
+    async def _prepare(
         self, e: Entry, state: InboxState
     ) -> tuple[list[Msg] | None, list[Any], str | None]:
         """The run's input, answers and turn_id (``CommandRejected``: it cannot apply)."""
@@ -239,10 +239,25 @@ class SessionDriver:
                 )
             if latest.status not in ("interrupted", "failed"):
                 raise CommandRejected(f"turn {turn!r} is {latest.status}, not unfinished")
+            newer = await self._log_turn_after(latest.log_seq)
+            if newer not in (None, turn):  # a run outside the inbox (a direct call) came later
+                raise CommandRejected(f"turn {turn!r} is not the session's latest turn ({newer!r})")
             given = p.get("input")
             return (decode_input(given) if given else [Msg.user(RESUME_INPUT)]), [], turn
         answer = decode_answer(p["answer"])
         return None, [answer], None
+
+    async def _log_turn_after(self, seq: int) -> str | None:
+        """The turn of the last run the session log recorded after ``seq``."""
+        log_, turn = await self.core.session_log(), None
+        while True:
+            page = await log_.read_after(self.u, self.s, seq, 1000)
+            for ev in page:
+                if ev.type == "run/started" and ev.turn_id:
+                    turn = ev.turn_id
+            if len(page) < 1000:
+                return turn
+            seq = page[-1].seq
 
     async def _execute(self, e: Entry) -> None:
         run_id = run_id_for(e.command_id, e.attempt)
@@ -267,7 +282,7 @@ class SessionDriver:
         while True:
             state = await self.core.inbox.state(self.u, self.s)
             try:
-                msgs, answers, turn_id = self._prepare(e, state)
+                msgs, answers, turn_id = await self._prepare(e, state)
                 if e.kind == "respond":
                     await self._check_pending(str(e.payload["request_id"]))
             except (CommandRejected, AnswerError, UncertainToolCalls) as exc:

@@ -337,3 +337,21 @@ async def test_a_busy_inbox_and_a_host_not_running_are_typed_errors() -> None:
         SessionHost(config, inbox="memory://x", poll_interval=0)
     with pytest.raises(InvalidIdentifier):
         host.session("u", "")
+
+
+async def test_resume_refuses_a_turn_a_direct_call_came_after(env: dict[str, Any]) -> None:
+    from hookagent import RuntimeContext
+
+    session: AgentSession = env["session"]
+    model: GatedModel = env["model"]
+    model.block()
+    view = await session.submit("one", idempotency_key="1")
+    running = await eventually(lambda: _status(session, view.command_id, "running"))
+    await session.interrupt(running.run_id)
+    await session.wait(view.command_id, timeout=10)
+    model.release()
+    await env["host"].agent.call("outside the inbox", RuntimeContext("u", "s"))
+    refused = await session.wait(
+        (await session.resume(str(running.turn_id))).command_id, timeout=10
+    )
+    assert refused.status == "rejected" and "latest" in (refused.error or "")

@@ -296,11 +296,15 @@ class SessionDriver:
                 if outcome:  # {}: shutting down before it was admitted: left claimed
                     await self._final(e, **outcome)
                 return
-            self.local = None  # the session log was busy: nothing ran; try again
+            # the session log was busy: nothing ran; try again (``self.local`` stays this
+            # attempt's run, so an interrupt or a steer meanwhile reaches it)
             if self.lost or self.core.closing:
                 return  # the next owner takes the claim over (it never took input)
             await anyio.sleep(random.uniform(delay / 2, delay))
             delay = min(delay * 2, 2.0)
+            if run.control.requested:
+                await self._final(e, "interrupted", error="interrupted before it started")
+                return
 
     async def _check_pending(self, request_id: str) -> None:
         pending = await self.core.agent.pending_interactions(self.u, self.s)
@@ -344,8 +348,10 @@ class SessionDriver:
         kind = type(error).__name__
         if isinstance(error, _RETRY) and not marked[1]:
             return None
-        if isinstance(error, (AgentClosed, RunCancelled)) and not marked[1]:
-            return None if not self.core.closing else {}  # {}: leave it claimed
+        if isinstance(error, AgentClosed) or (self.core.closing and not marked[1]):
+            return {}  # shutting down before it took input: left claimed for the next owner
+        if isinstance(error, RunCancelled):  # an operator's registry.cancel()
+            return {"status": "interrupted", "error": str(error), "error_type": kind}
         if isinstance(error, RunAlreadyRecorded):
             log_ = await self.core.session_log()
             return await outcome_of_run(log_, self.u, self.s, e) or {

@@ -355,3 +355,28 @@ async def test_resume_refuses_a_turn_a_direct_call_came_after(env: dict[str, Any
         (await session.resume(str(running.turn_id))).command_id, timeout=10
     )
     assert refused.status == "rejected" and "latest" in (refused.error or "")
+
+
+async def test_a_busy_session_log_delays_the_run_without_losing_or_repeating_it(
+    env: dict[str, Any],
+) -> None:
+    import anyio
+
+    session: AgentSession = env["session"]
+    log = await open_session_log(env["host"].config.session_log)
+    held = await log.acquire("u", "s", "an-operator", 60)  # an admin change in progress
+    view = await session.submit("wait for it", idempotency_key="w")
+    await eventually(lambda: _status(session, view.command_id, "starting"))
+    await anyio.sleep(0.3)
+    assert (await session.task(view.command_id)).status == "starting"  # retrying, nothing ran
+    assert env["model"].calls == 0
+    await log.release(held)
+    done = await session.wait(view.command_id, timeout=10)
+    assert done.status == "completed" and env["model"].calls == 1
+    held = await log.acquire("u", "s", "an-operator", 60)
+    stuck = await session.submit("never mind", idempotency_key="n")
+    await eventually(lambda: _status(session, stuck.command_id, "starting"))
+    await session.interrupt()
+    stopped = await session.wait(stuck.command_id, timeout=10)
+    assert stopped.status == "interrupted" and env["model"].calls == 1
+    await log.release(held)

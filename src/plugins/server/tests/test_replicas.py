@@ -158,7 +158,7 @@ def test_a_process_killed_mid_tool_hands_over_after_the_lease(replicas: list[Rep
     took = time.monotonic() - t0
     assert killed["status"] == "interrupted" and killed["error_type"] == "ReplicaLost", killed
     assert killed["replica_id"] == owner.name  # its claim; nobody ran it again
-    assert 1.5 < took < 20  # after the lease (2 s), not before
+    assert 1.0 < took < 20  # after the lease (2 s, renewed every 0.67 s), not before
     started = [e for e in log_events(survivor.client, "k") if e["type"] == "run/started"]
     assert started[0]["run_id"] == killed["run_id"]  # the killed run was not re-run
     nxt = wait_final(survivor.client, "k", after.json()["command_id"])

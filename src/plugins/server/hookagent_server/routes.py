@@ -52,7 +52,7 @@ async def current_user(request: Request) -> str:
 User = Annotated[str, Depends(current_user)]
 
 
-def session_of(request: Request, session_id: SessionIdP, user: User) -> AgentSession:
+async def session_of(request: Request, session_id: SessionIdP, user: User) -> AgentSession:
     session: AgentSession = _ctx(request).host.session(user, session_id)
     return session
 

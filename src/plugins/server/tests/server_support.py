@@ -95,7 +95,7 @@ def scripted_config() -> AgentConfig:
 @contextmanager
 def loopback(app: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn on 127.0.0.1:<free port> in a thread; yield the base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

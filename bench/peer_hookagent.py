@@ -52,6 +52,7 @@ class HookagentAdapter(Adapter):
         "SQLAlchemy",
         "asyncpg",
         "aiosqlite",
+        "hookagent-session-log",
     ]
     stores = {
         "mem": StoreInfo("mem", "InMemoryAgentStateStore", persistent=False),
@@ -59,6 +60,11 @@ class HookagentAdapter(Adapter):
         "redis": StoreInfo("redis", "Redis store"),
         "postgres": StoreInfo("postgres", "SQL store (asyncpg, pool 10)"),
         "sqlite": StoreInfo("sqlite", "SQL store (sqlite+aiosqlite file)"),
+        # EVENT_LOG mode: the session log is the state's authority (hookagent-session-log)
+        "file-log": StoreInfo("file-log", "session log on JSON files (EVENT_LOG)"),
+        "redis-log": StoreInfo("redis-log", "session log on Redis (EVENT_LOG)"),
+        "postgres-log": StoreInfo("postgres-log", "session log on PostgreSQL (EVENT_LOG)"),
+        "sqlite-log": StoreInfo("sqlite-log", "session log on SQLite (EVENT_LOG)"),
     }
 
     def __init__(self, store: str, slot: str) -> None:
@@ -71,30 +77,43 @@ class HookagentAdapter(Adapter):
         return DATA_DIR / self.tag
 
     @property
+    def base(self) -> str:
+        """The backend: ``redis`` for both ``redis`` (LEGACY) and ``redis-log`` (EVENT_LOG)."""
+        return self.store.removesuffix("-log")
+
+    @property
     def url(self) -> str:
-        if self.store == "mem":
+        if self.base == "mem":
             return "memory"
-        if self.store == "file":
+        if self.base == "file":
             return f"file://{self.file_root}"
-        if self.store == "redis":
+        if self.base == "redis":
             return f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB[self.slot]}?prefix=hookagent"
-        if self.store == "postgres":
+        if self.base == "postgres":
             return f"postgresql+asyncpg://{PG_USER}@{PG_HOST}:{PG_PORT}/{self.tag}"
         return f"sqlite+aiosqlite:///{self.sqlite_path}"
 
     async def open(self, fresh: bool) -> None:
         if fresh:
-            if self.store == "file" and self.file_root.exists():
+            if self.base == "file" and self.file_root.exists():
                 shutil.rmtree(self.file_root)
-            elif self.store == "redis":
+            elif self.base == "redis":
                 redis_reset_db(REDIS_DB[self.slot])
-            elif self.store == "postgres":
+            elif self.base == "postgres":
                 pg_reset_db(self.tag)
-            elif self.store == "sqlite":
+            elif self.base == "sqlite":
                 fresh_file(self.sqlite_path)
-        if self.store == "sqlite":
+        if self.base == "sqlite":
             self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        self.config = make_config(self.url, plugins=PLUGINS)
+        if self.store.endswith("-log"):
+            from hookagent import InMemoryAgentStateStore
+            from hookagent_session_log import plugin as session_log
+
+            never_read = InMemoryAgentStateStore()  # the log is the authority
+            plugins = [*PLUGINS, session_log]
+            self.config = make_config(never_read, plugins=plugins, session_log=self.url)
+        else:
+            self.config = make_config(self.url, plugins=PLUGINS)
         self.kstore = await self.config.kernel.store()
 
     async def call(self, user_id: str, session_id: str, n: int) -> None:
@@ -105,13 +124,13 @@ class HookagentAdapter(Adapter):
         return len(got.state.context) if got.state is not None else 0
 
     async def stored_bytes(self) -> dict[str, Any]:
-        if self.store == "file":
+        if self.base == "file":
             return dir_bytes(self.file_root)
-        if self.store == "redis":
+        if self.base == "redis":
             return redis_db_bytes(REDIS_DB[self.slot])
-        if self.store == "postgres":
+        if self.base == "postgres":
             return pg_db_bytes(self.tag)
-        if self.store == "sqlite":
+        if self.base == "sqlite":
             return sqlite_file_bytes(self.sqlite_path)
         from hookagent.codec import encode_head, encode_msg
 

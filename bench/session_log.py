@@ -55,7 +55,9 @@ def config_for(mode: str, url: str) -> Any:
         return make_config(url)
     from hookagent import InMemoryAgentStateStore  # never consulted: the log is the authority
 
-    return make_config(InMemoryAgentStateStore(), session_log=url, plugins=[*store_plugins(), plugin])
+    return make_config(
+        InMemoryAgentStateStore(), session_log=url, plugins=[*store_plugins(), plugin]
+    )
 
 
 def windows(times: list[float]) -> dict[str, float]:
@@ -89,7 +91,7 @@ def _fields(e: Any) -> dict[str, Any]:
 async def w1(backend: str, calls: int, session: str) -> dict[str, Any]:
     legacy_url, log_url = BACKENDS[backend]
     configs = {"legacy": config_for("legacy", legacy_url), "log": config_for("log", log_url)}
-    for mode, config in configs.items():
+    for config in configs.values():
         await (await config.kernel.store()).delete("bench", session)
     times: dict[str, list[float]] = {m: [] for m in configs}
     cpu: dict[str, float] = {m: 0.0 for m in configs}
@@ -106,11 +108,13 @@ async def w1(backend: str, calls: int, session: str) -> dict[str, Any]:
             wall[mode] += time.perf_counter() - w0
         loads.append(os.getloadavg()[0])
     out: dict[str, Any] = {"backend": backend, "calls": calls, "load": [min(loads), max(loads)]}
-    for mode, config in configs.items():
+    for mode in configs:
         out[mode] = {**windows(times[mode]), "cpu_over_wall": round(cpu[mode] / wall[mode], 2)}
     probe = probe_for(legacy_url)
     try:
-        out["legacy"]["stored_bytes"] = (await probe.stored_bytes(await configs["legacy"].kernel.store(), "bench", session))["bytes"]
+        out["legacy"]["stored_bytes"] = (
+            await probe.stored_bytes(await configs["legacy"].kernel.store(), "bench", session)
+        )["bytes"]
     except Exception as exc:  # a probe that does not know this backend
         out["legacy"]["stored_bytes"] = f"n/a ({type(exc).__name__})"
     out["log"]["event_bytes"] = await log_bytes(configs["log"], "bench", session)
@@ -126,7 +130,18 @@ def w3(backend: str, session: str, n: int, reps: int) -> dict[str, Any]:
     for mode in ("legacy", "log"):
         got = []
         for r in range(reps):
-            cmd = [sys.executable, __file__, "--w3-child", mode, "--backend", backend, "--session", session, "--n", str(n + r)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--w3-child",
+                mode,
+                "--backend",
+                backend,
+                "--session",
+                session,
+                "--n",
+                str(n + r),
+            ]
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if p.returncode:
                 res[mode] = {"error": p.stderr[-1500:]}
@@ -135,7 +150,9 @@ def w3(backend: str, session: str, n: int, reps: int) -> dict[str, Any]:
         else:
             res[mode] = {"load_and_call_ms_median": round(statistics.median(got), 3), "reps": got}
     if all("load_and_call_ms_median" in res[m] for m in ("legacy", "log")):
-        res["log_over_legacy"] = round(res["log"]["load_and_call_ms_median"] / res["legacy"]["load_and_call_ms_median"], 2)
+        res["log_over_legacy"] = round(
+            res["log"]["load_and_call_ms_median"] / res["legacy"]["load_and_call_ms_median"], 2
+        )
     return res
 
 

@@ -3,7 +3,7 @@
 
     python3 scripts/dev.py setup        # .venv with every distribution of the repo, editable
     python3 scripts/dev.py test [ARGS]  # setup, then ruff, mypy (strict: kernel and plugins) and pytest
-    python3 scripts/dev.py demo         # setup, then `hookagent demo`
+    python3 scripts/dev.py demo         # setup, then `hookagent harness-demo` (the harness story)
 
 uv users can run ``uv sync --all-packages`` instead of ``setup`` (the root pyproject.toml is a
 uv workspace); this script stays the one path that needs nothing but pip.
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
     if job == "test":
         return test(rest)
     setup()
-    return subprocess.run([str(BIN / "hookagent"), "demo", *rest], cwd=ROOT).returncode
+    return subprocess.run([str(BIN / "hookagent"), "harness-demo", *rest], cwd=ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ RUNNABLE_PAGES += ("compaction.md",)  # hookagent-compaction
 RUNNABLE_PAGES += ("workspace.md", "memory.md")  # hookagent-workspace, hookagent-memory
 RUNNABLE_PAGES += ("tasks.md",)  # hookagent-tasks
 RUNNABLE_PAGES += ("session-log.md",)  # hookagent-session-log
+RUNNABLE_PAGES += ("session.md",)  # hookagent-session
+RUNNABLE_PAGES += ("assembling.md",)  # hookagent-harness
 EXAMPLES = [
     (page, i, code)
     for page in RUNNABLE_PAGES

@@ -96,3 +96,74 @@ def test_ordering_column_matches_the_declared_middleware_order() -> None:
         ):
             parts += [f"{label} order {order}" for order, _, _ in relay.middleware_chain(hook)]
         assert ordering == (", ".join(parts) or "any"), f"{name}: ordering column says {ordering!r}"
+
+
+HARNESS_MODEL_CHAIN = [
+    ("memory", 100),
+    ("compaction", 200),
+    ("tasks", 300),
+    ("plan-mode", 400),
+    ("session-log", 10000),
+]
+"""Request shaping, outermost first: memory's files are in the prompt compaction measures,
+the task projection and the banner are added to the compacted request, and the session log
+records the dispatch innermost, right before the provider is called."""
+HARNESS_TOOL_CHAIN = [
+    ("plan-mode", 100),
+    ("permissions", 200),
+    ("compaction", 900),
+    ("session-log", 10000),
+]
+"""Tool gating, outermost first: plan mode denies before anyone is asked, permissions ask,
+offloading post-processes the result, the session log records the dispatch innermost."""
+
+
+def _harness_pm() -> tuple[object, dict[str, str]]:
+    from hookagent.plugins import HookagentPluginManager
+    from hookagent.relay import HookRelay
+
+    names = {n for n, _ in HARNESS_MODEL_CHAIN + HARNESS_TOOL_CHAIN}
+    objects = {cells[1]: cells[3] for cells in _rows() if cells[1] in names}
+    pm = HookagentPluginManager()
+    for name, obj in objects.items():
+        pm.register(importlib.import_module(obj), name=name)
+    return HookRelay(pm), objects
+
+
+def _rows() -> list[list[str]]:
+    rows = []
+    for line in (ROOT / "entry_points.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] == "hookagent":
+            rows.append(cells)
+    return rows
+
+
+def test_the_harness_chains_run_in_the_documented_order() -> None:
+    """The harness plugins together compose in exactly this order; a changed marker fails."""
+    relay, objects = _harness_pm()
+    assert set(objects) == {n for n, _ in HARNESS_MODEL_CHAIN + HARNESS_TOOL_CHAIN}
+    model = [
+        (name, order) for order, name, _ in relay.middleware_chain("hookagent_wrap_model_call")
+    ]  # type: ignore[attr-defined]
+    tool = [(name, order) for order, name, _ in relay.middleware_chain("hookagent_wrap_tool_call")]  # type: ignore[attr-defined]
+    assert model == HARNESS_MODEL_CHAIN
+    assert tool == HARNESS_TOOL_CHAIN
+
+
+def test_the_order_table_lists_every_declared_key() -> None:
+    """The chain/order table at the top holds exactly the keys the plugins declare (plus the
+    retry example's), so it cannot drift from the ordering column either."""
+    table = set()
+    for line in (ROOT / "entry_points.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] in ("tool", "model"):
+            table.add((cells[0], int(cells[1])))
+    declared = {("model", -100)}  # examples/retry_model.py: not an entry point
+    for cells in _rows():
+        for part in cells[5].split(", "):
+            if part != "any":
+                chain, _, order = part.split(" ")
+                declared.add((chain, int(order)))
+    declared.discard(("tool", 0))  # example-tools' audit middleware: a bare callable
+    assert table == declared

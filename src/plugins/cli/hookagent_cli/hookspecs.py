@@ -24,3 +24,16 @@ def hookagent_register_cli_commands(register: Any) -> None:
 
     Result: ignored. A name registered twice is an error naming both plugins.
     """
+
+
+@hookspec
+def hookagent_register_cli_presets(register: Any) -> None:
+    """Add configuration presets, chosen with ``hookagent <command> --preset NAME``.
+
+    :param register: ``register(name, apply, *, help)``: ``apply(settings) -> settings``
+        takes the ``AgentConfig`` keywords the command line built (model, tools, store,
+        plugins, ...) and returns the keywords to build the configuration with (add
+        ``plugin_options`` and ``tool_groups``, keep the rest).
+
+    Result: ignored. A name registered twice is an error naming both plugins.
+    """

@@ -6,10 +6,11 @@ import argparse
 import json
 import os
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from hookagent import AgentConfig, StateNotPersistedWarning
-from hookagent.errors import StoreConfigurationError
+from hookagent.errors import ConfigurationError, HookContractError, StoreConfigurationError
 from hookagent.store.ids import check_id
 
 from .gates import CliSessionGate
@@ -67,6 +68,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="register this module (or an object in it) as a plugin, for this command only",
     )
+    group.add_argument(
+        "--preset",
+        metavar="NAME",
+        default=os.environ.get("HOOKAGENT_PRESET") or None,
+        help="a configuration preset a plugin registered (hookagent-harness: 'harness'); "
+        "default: $HOOKAGENT_PRESET, else none",
+    )
     group.add_argument("--user", default=None, help=f"user id (default: {DEFAULT_USER})")
     group.add_argument("--session", default=None, help=f"session id (default: {DEFAULT_SESSION})")
     group.add_argument(
@@ -116,6 +124,9 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
     gate = CliSessionGate(settings["agent_id"])
     settings["session_gate"] = gate
     settings.update(overrides)
+    name = getattr(args, "preset", None)
+    if name:
+        settings = preset(args, name)(settings)
     config = AgentConfig(**settings)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StateNotPersistedWarning)
@@ -127,6 +138,54 @@ def build_config(args: argparse.Namespace, **overrides: Any) -> AgentConfig:
             "installed?); pass --store URL, e.g. --store file:///tmp/hookagent-state"
         )
     return config
+
+
+def presets(pm: Any) -> dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str, str]]:
+    """name -> (apply, help, plugin) from every plugin's ``hookagent_register_cli_presets``."""
+    found: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], str, str]] = {}
+    hook = getattr(pm.hook, "hookagent_register_cli_presets", None)
+    if hook is None:
+        return found
+    for impl in reversed(hook.get_hookimpls()):
+        plugin = impl.plugin_name
+
+        def register(
+            name: str,
+            apply: Callable[[dict[str, Any]], dict[str, Any]],
+            *,
+            help: str = "",
+            _plugin: str = plugin,
+        ) -> None:
+            if not isinstance(name, str) or not name or not callable(apply):
+                raise HookContractError(f"plugin {_plugin!r}: bad CLI preset {name!r}")
+            if name in found:
+                raise HookContractError(
+                    f"CLI preset {name!r} is registered twice: by {found[name][2]!r} and by "
+                    f"{_plugin!r}"
+                )
+            found[name] = (apply, help, _plugin)
+
+        others = [i.plugin for i in hook.get_hookimpls() if i is not impl]
+        pm.subset_hook_caller("hookagent_register_cli_presets", remove_plugins=others)(
+            register=register
+        )
+    return found
+
+
+def preset(args: argparse.Namespace, name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The ``--preset`` named, from the plugins of this command line."""
+    pm = getattr(args, "plugin_manager", None)
+    if pm is None:
+        from .pm import cli_plugin_manager
+
+        pm = cli_plugin_manager()
+    known = presets(pm)
+    if name not in known:
+        raise ConfigurationError(
+            f"no plugin registers the preset {name!r} (known: {', '.join(sorted(known)) or 'none'}"
+            "; hookagent-harness registers 'harness')"
+        )
+    return known[name][0]
 
 
 def describe_store(config: AgentConfig, store: object) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from hookagent.registry import collect
 
+from .options import presets
 from .render import as_json
 
 
@@ -15,8 +16,42 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traceback", action="store_true", help="show the traceback of an error")
 
 
+SECTIONS_ATTRIBUTE = "HOOKAGENT_SECTIONS"
+"""A plugin declares the state sections it owns as this attribute (a tuple of names)."""
+_CHAINS = (("hookagent_wrap_tool_call", "tool"), ("hookagent_wrap_model_call", "model"))
+
+
+def middleware_orders(pm: Any) -> dict[str, list[str]]:
+    """plugin name -> ``["tool order 200", ...]``: the orders its middlewares declare."""
+    from hookagent.relay import HookRelay
+
+    orders: dict[str, list[str]] = {}
+    relay = HookRelay(pm)
+    for hook, label in _CHAINS:
+        try:
+            chain = relay.middleware_chain(hook)
+        except Exception as exc:
+            orders.setdefault("(error)", []).append(f"{label}: {type(exc).__name__}: {exc}")
+            continue
+        for order, name, _ in chain:
+            orders.setdefault(name, []).append(f"{label} order {order}")
+    return orders
+
+
+def sections_of(plugin: object) -> list[str]:
+    """The sections a plugin says it owns (``HOOKAGENT_SECTIONS``); none when it says none."""
+    declared = getattr(plugin, SECTIONS_ATTRIBUTE, ())
+    if isinstance(declared, str):
+        return [declared]
+    try:
+        return [str(name) for name in declared]
+    except TypeError:
+        return [f"(not a list: {declared!r})"]
+
+
 def inventory(pm: Any) -> dict[str, Any]:
     infos = {i.name: i for i in pm.plugin_infos}
+    orders = middleware_orders(pm)
     loaded = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:
@@ -30,6 +65,8 @@ def inventory(pm: Any) -> dict[str, Any]:
                 "version": info.version if info else None,
                 "object": info.value if info else getattr(plugin, "__name__", repr(plugin)),
                 "hooks": hooks,
+                "middleware": orders.get(name, []),
+                "sections": sections_of(plugin),
             }
         )
     problems = [
@@ -60,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
     pm = args.plugin_manager
     data = inventory(pm)
     data["registered"]["cli commands"] = sorted(args.commands)
+    try:
+        data["registered"]["cli presets"] = sorted(presets(pm))
+    except Exception as exc:
+        data["registered"]["cli presets"] = [f"(error: {type(exc).__name__}: {exc})"]
     if args.json:
         print(as_json(data))
         return 0
@@ -70,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"  {p['name']:<18} {dist:<34} {p['object']}")
         print(f"      hooks: {', '.join(p['hooks']) or '(none)'}")
+        if p["middleware"]:
+            print(f"      middleware: {', '.join(p['middleware'])}")
+        if p["sections"]:
+            print(f"      sections: {', '.join(p['sections'])}")
     for p in data["not_loaded"]:
         dist = f"{p['distribution']} {p['version']}" if p["distribution"] else "?"
         reason = f": {p['reason']}" if p["reason"] else ""
@@ -82,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
 def register(register: object) -> None:
     register(  # type: ignore[operator]
         "plugins",
-        help="list installed plugins, their hooks, and plugins that failed to load",
+        help="list installed plugins, their hooks, middleware order and sections, and plugins "
+        "that failed to load",
         configure=configure,
         run=run,
         common=False,

@@ -68,3 +68,44 @@ def test_the_plugin_manager_reads_no_private_pluggy_state() -> None:
         assert "_call_history" not in inspect.getsource(module)
         assert "impl.function" not in inspect.getsource(module)
     assert sys.modules["hookagent_cli.pm"] is pm
+
+
+def _preset_plugin(name: str, preset: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+
+    def apply(settings: dict[str, object]) -> dict[str, object]:
+        return {**settings, "tool_groups": ["memory"]}
+
+    @hookimpl(optionalhook=True)
+    def hookagent_register_cli_presets(register):  # type: ignore[no-untyped-def]
+        register(preset, apply, help="a test preset")
+
+    module.hookagent_register_cli_presets = hookagent_register_cli_presets  # type: ignore[attr-defined]
+    return module
+
+
+def test_hook_hookagent_register_cli_presets(pm) -> None:  # type: ignore[no-untyped-def]
+    from hookagent_cli.options import presets
+
+    pm.register(_preset_plugin("hookagent_mine", "mine"), name="mine-plugin")
+    recorder = HookRecorder(pm)
+    try:
+        found = presets(pm)
+    finally:
+        recorder.close()
+    calls = recorder.named("hookagent_register_cli_presets")
+    assert [c.plugins for c in calls] == [("mine-plugin",)]  # one call per implementing plugin
+    apply, help_text, plugin = found["mine"]
+    assert (help_text, plugin) == ("a test preset", "mine-plugin")
+    assert apply({"model": "demo"}) == {"model": "demo", "tool_groups": ["memory"]}
+
+
+def test_a_preset_registered_twice_names_both_plugins(pm) -> None:  # type: ignore[no-untyped-def]
+    from hookagent_cli.options import presets
+
+    pm.register(_preset_plugin("hookagent_a", "same"), name="a-plugin")
+    pm.register(_preset_plugin("hookagent_b", "same"), name="b-plugin")
+    with pytest.raises(
+        HookContractError, match=r"'same' is registered twice: by '[ab]-plugin' and by '[ab]-plugin'"
+    ):
+        presets(pm)

@@ -144,3 +144,31 @@ def test_the_console_script_is_installed(cli_env) -> None:
         [str(script), "--version"], capture_output=True, text=True, env=cli_env, timeout=60
     )
     assert proc.returncode == 0 and proc.stdout.startswith("hookagent-cli "), proc.stderr
+
+
+def test_plugins_shows_middleware_order_sections_and_presets(hk, cli_env) -> None:
+    """Each plugin's declared middleware orders and the sections it owns (``HOOKAGENT_SECTIONS``)."""
+    data = json.loads(hk("plugins", "--json").stdout)
+    loaded = {p["name"]: p for p in data["loaded"]}
+    assert loaded["permissions"]["middleware"] == ["tool order 200"]
+    assert loaded["permissions"]["sections"] == ["permission_context"]
+    assert loaded["plan-mode"]["middleware"] == ["tool order 100", "model order 400"]
+    assert loaded["plan-mode"]["sections"] == ["plan_mode_context"]
+    assert loaded["tasks"]["sections"] == ["tasks_context"]
+    assert (
+        loaded["memory"]["middleware"] == ["model order 100"] and not loaded["memory"]["sections"]
+    )
+    assert loaded["model-demo"]["middleware"] == [] and loaded["model-demo"]["sections"] == []
+    assert "harness" in data["registered"]["cli presets"]
+    out = hk("plugins").stdout
+    assert "      middleware: tool order 900, model order 200" in out  # compaction
+    assert "      sections: tasks_context" in out
+    assert "cli presets: harness" in out
+
+
+def test_an_unknown_preset_is_one_line(hk) -> None:
+    proc = hk("run", "--preset", "nope", "-q", "hello")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        "hookagent: error: ConfigurationError: no plugin registers the preset 'nope' (known: harness"
+    )

@@ -73,7 +73,7 @@ class DemoModel:
                 usage={"output_words": len(text.split())},
                 stop_reason="end_turn",
             )
-        plan = decide(request.messages, [t.name for t in request.tools])
+        plan = decide(request.messages, [t.name for t in request.tools], request.system)
         content: list[ContentBlock] = [TextBlock(plan.text)]
         if plan.tool is not None:
             content.append(ToolUseBlock(tool_use_id(request.messages), plan.tool, plan.arguments))

@@ -13,12 +13,16 @@ from collections.abc import Sequence
 import attrs
 from hookagent.messages import Msg, ToolResultBlock
 
+from .harness_rules import harness_answer, harness_call, is_view
+
 PREFIX = "[demo model]"
 _COUNT = re.compile(r"\bcount(?:ing)?\s+(?:up\s+)?to\s+(\d{1,3})\b", re.IGNORECASE)
 _WEATHER = re.compile(
     r"\bweather\b(?:\s+(?:like\s+)?(?:in|for|at)\s+([A-Za-z][A-Za-z .'-]{0,40}))?", re.IGNORECASE
 )
 _CITIES = ("paris", "london", "berlin", "tokyo", "new york", "madrid", "rome", "lisbon", "oslo")
+MAX_RECAP = 5
+"""The recap lists the latest requests only (a long session is summarised, not recited)."""
 _RECAP = re.compile(r"\b(so far|summar\w*|recap|history|what did i|what have we)\b", re.I)
 
 
@@ -31,14 +35,24 @@ class Plan:
     arguments: dict[str, object] = attrs.Factory(dict)
 
 
-def decide(messages: Sequence[Msg], tools: Sequence[str]) -> Plan:
-    """The next turn given the whole history and the names of the tools on offer."""
+def decide(messages: Sequence[Msg], tools: Sequence[str], system: str | None = None) -> Plan:
+    """The next turn given the whole history, the names of the tools on offer and the
+    request's system prompt (read only by the harness questions, ``harness_rules.py``)."""
+    shown = messages
+    if messages and is_view(messages[-1]):  # a view a plugin appended, not the user's turn
+        messages = messages[:-1]
     if not messages:
         return Plan(f"{PREFIX} Hello. I am a rule-based demo model, not an LLM.")
     last = messages[-1]
     if last.role == "tool":
         return Plan(_answer(last.tool_results))
     text = last.text.strip()
+    harness = harness_call(text)
+    if harness is not None:
+        return _call(*harness, tools)
+    answer = harness_answer(text, shown, system)
+    if answer is not None:
+        return Plan(answer)
     count = _COUNT.search(text)
     if count or "slow" in text.lower():
         n = max(1, min(int(count.group(1)) if count else 5, 100))
@@ -63,13 +77,18 @@ def tool_use_id(messages: Sequence[Msg]) -> str:
 
 
 def _call(tool: str, arguments: dict[str, object], tools: Sequence[str]) -> Plan:
-    args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    args = ", ".join(f"{k}={_brief(v)}" for k, v in arguments.items())
     if tool not in tools:
         return Plan(
             f"{PREFIX} I would call {tool}({args}), but this agent offers no such tool "
             f"(tools: {', '.join(tools) or 'none'})."
         )
     return Plan(f"{PREFIX} Calling {tool}({args}).", tool, arguments)
+
+
+def _brief(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:59] + "…"
 
 
 def _city(text: str) -> str | None:
@@ -89,7 +108,7 @@ def _answer(results: Sequence[ToolResultBlock]) -> str:
     parts = []
     for result in results:
         if result.state == "success":
-            parts.append(f"{result.name} says: {result.text}")
+            parts.append(f"{result.name} says: {' '.join(result.text.splitlines())}")
         else:
             parts.append(f"{result.name} did not succeed ({result.state}): {result.text}")
     return f"{PREFIX} " + " ".join(parts)
@@ -109,9 +128,12 @@ def _recap(history: Sequence[Msg]) -> str:
         requests.append(f"{len(requests) + 1}. “{_short(msg.text, 50)}” → {outcome}")
     if not requests:
         return f"{PREFIX} Nothing yet: this is the first message of the session."
+    earlier = len(requests) - MAX_RECAP
+    shown = "; ".join(requests[-MAX_RECAP:])
     return (
         f"{PREFIX} This session already holds {len(history)} messages. "
-        f"Your requests so far: {'; '.join(requests)}."
+        f"Your requests so far: {f'({earlier} earlier not listed) ' if earlier > 0 else ''}"
+        f"{shown}."
     )
 
 

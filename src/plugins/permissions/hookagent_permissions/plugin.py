@@ -27,6 +27,9 @@ from .options import Options, options_for
 from .section import SECTION, PermissionRule, from_json
 from .validate import check_room
 
+HOOKAGENT_SECTIONS = (SECTION,)
+"""The state section this plugin owns (read by ``hookagent plugins``; docs/plugins.md)."""
+
 log = logging.getLogger("hookagent.permissions")
 ORDER = 200
 EVENT = "permission_decision"

@@ -25,8 +25,12 @@ from .errors import PlanModeOptionsError
 from .middleware import BANNER, GATE
 from .mode import options_of, read_section, remember_options
 from .options import PLUGIN_NAME, PlanModeOptions
+from .section import SECTION
 from .tools import GROUP, TOOLS
 from .view import load_view
+
+HOOKAGENT_SECTIONS = (SECTION,)
+"""The state section this plugin owns (read by ``hookagent plugins``; docs/plugins.md)."""
 
 
 @hookimpl

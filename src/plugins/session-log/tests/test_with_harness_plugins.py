@@ -29,7 +29,9 @@ class Script:
         if last.role == "tool":
             return ModelResponse(Msg.assistant(f"saw {last.tool_results[0].state}"))
         if last.text == "plan":
-            return ModelResponse(tool_call("todo_write", todos=[{"content": "ship it", "status": "in_progress"}]))
+            return ModelResponse(
+                tool_call("todo_write", todos=[{"content": "ship it", "status": "in_progress"}])
+            )
         return ModelResponse(tool_call("deploy", env="prod"))
 
 
@@ -54,7 +56,9 @@ async def test_task_and_permission_changes_are_facts_and_survive_a_rebuild(
     done = await agent.call(None, ctx(), answers=[Approve(todo["tool_use_id"], remember=True)])
     assert done.text == "saw success"
     assert [e.type for e in await admin.events("u", "s", types=["task/"])] == ["task/changed"]
-    assert [e.type for e in await admin.events("u", "s", types=["permission/"])] == ["permission/changed"]
+    assert [e.type for e in await admin.events("u", "s", types=["permission/"])] == [
+        "permission/changed"
+    ]
 
     suspended = await agent.call("deploy", ctx())
     assert suspended.metadata["generate_reason"] == "SUSPENDED"

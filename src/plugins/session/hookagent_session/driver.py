@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 from anyio.abc import TaskGroup
 from hookagent import AgentRun, Msg, RunEvent, RuntimeContext
 from hookagent.errors import (
@@ -88,7 +89,13 @@ class SessionDriver:
         lease = self.core.host.owner_lease
         while True:
             await anyio.sleep(lease / 3)
-            renewed = await self.core.inbox.renew_owner(self.owner, lease)
+            try:
+                renewed = await self.core.inbox.renew_owner(self.owner, lease)
+            except Exception:  # a transient failure: the lease may still be ours
+                log.warning("session %s/%s: renewing the owner lease failed", self.u, self.s)
+                if self.owner.lease_until > time.time():
+                    continue
+                renewed = None
             if renewed is None:
                 log.warning("session %s/%s: the owner lease was lost", self.u, self.s)
                 self.lost = True
@@ -99,15 +106,21 @@ class SessionDriver:
     async def _loop(self) -> None:
         while True:
             self.slot.wake = anyio.Event()
-            state = await self.core.inbox.state(self.u, self.s)
-            await self._controls(state)
-            if self.busy is None:
-                if self.lost or self.core.closing:
-                    return
-                progressed = await self._step(state)
-                if progressed:
-                    continue
-                if not state.unfinished():
+            try:
+                state = await self.core.inbox.state(self.u, self.s)
+                await self._controls(state)
+                if self.busy is None:
+                    if self.lost or self.core.closing:
+                        return
+                    if await self._step(state):
+                        continue
+                    if not state.unfinished():
+                        return
+            except Exception:  # the inbox or the log failed: a run going on is not cancelled
+                log.warning(
+                    "session %s/%s: dispatching failed; retrying", self.u, self.s, exc_info=True
+                )
+                if self.busy is None and (self.lost or self.core.closing):
                     return
             with anyio.move_on_after(self.core.host.poll_interval):
                 await self.slot.wake.wait()
@@ -115,14 +128,14 @@ class SessionDriver:
     async def _step(self, state: InboxState) -> bool:
         """Start or take over what comes next; False when there is nothing to do now."""
         for e in state.claimed():
-            if self._ours(e):
+            if self._ours(e) and e.kind == "steer" and e.status == "starting":
                 target = state.by_run(e.target)
-                if e.kind == "steer" and e.status == "starting":
-                    if target is not None and not target.final:
-                        return False  # the steered run has not ended yet
-                    self._start(e)
-                    return True
-                return False  # ours, and its task ended without a final status (shutdown)
+                if target is not None and not target.final:
+                    return False  # the steered run has not ended yet
+                self._start(e)
+                return True
+            # another replica's claim, or ours whose task ended without a final status:
+            # the session log says what its run did
             log_ = await self.core.session_log()
             decision = await take_over(log_, self.u, self.s, e)
             if decision is None:
@@ -173,8 +186,8 @@ class SessionDriver:
         for e in state.controls():
             run = self.local
             cur = state.running_entry()
-            if run is None and (self.busy is not None or (cur is not None and not self._ours(cur))):
-                continue  # being prepared here, or a run on another replica (it applies them)
+            if run is None and (self.busy is not None or cur is not None):
+                continue  # being prepared here, claimed (a run about to start), or elsewhere
             if run is None:
                 err = NotRunning(f"no run of session {self.s!r} was running")
                 await self._final(e, "rejected", error=str(err), error_type="NotRunning")
@@ -203,9 +216,11 @@ class SessionDriver:
         assert self._tg is not None
         self.busy = e.command_id
         self.local = None
-        self._tg.start_soon(self._execute, e)
+        # a detached copy: the fold's entry moves on if another replica takes the command
+        # over, and this run's reports must stay those of its own attempt
+        self._tg.start_soon(self._execute, attrs.evolve(e))
 
-    def _prepare(
+    async def _prepare(
         self, e: Entry, state: InboxState
     ) -> tuple[list[Msg] | None, list[Any], str | None]:
         """The run's input, answers and turn_id (``CommandRejected``: it cannot apply)."""
@@ -224,10 +239,25 @@ class SessionDriver:
                 )
             if latest.status not in ("interrupted", "failed"):
                 raise CommandRejected(f"turn {turn!r} is {latest.status}, not unfinished")
+            newer = await self._log_turn_after(latest.log_seq)
+            if newer not in (None, turn):  # a run outside the inbox (a direct call) came later
+                raise CommandRejected(f"turn {turn!r} is not the session's latest turn ({newer!r})")
             given = p.get("input")
             return (decode_input(given) if given else [Msg.user(RESUME_INPUT)]), [], turn
         answer = decode_answer(p["answer"])
         return None, [answer], None
+
+    async def _log_turn_after(self, seq: int) -> str | None:
+        """The turn of the last run the session log recorded after ``seq``."""
+        log_, turn = await self.core.session_log(), None
+        while True:
+            page = await log_.read_after(self.u, self.s, seq, 1000)
+            for ev in page:
+                if ev.type == "run/started" and ev.turn_id:
+                    turn = ev.turn_id
+            if len(page) < 1000:
+                return turn
+            seq = page[-1].seq
 
     async def _execute(self, e: Entry) -> None:
         run_id = run_id_for(e.command_id, e.attempt)
@@ -252,7 +282,7 @@ class SessionDriver:
         while True:
             state = await self.core.inbox.state(self.u, self.s)
             try:
-                msgs, answers, turn_id = self._prepare(e, state)
+                msgs, answers, turn_id = await self._prepare(e, state)
                 if e.kind == "respond":
                     await self._check_pending(str(e.payload["request_id"]))
             except (CommandRejected, AnswerError, UncertainToolCalls) as exc:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any, TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hookagent import Agent, AgentConfig, ConfigurationError, RunEvent
 from hookagent.messages import new_id
@@ -83,7 +82,6 @@ class SessionHost:
         self._inbox_options = dict(inbox_options or {})
         self._users: set[str] = {check_id(u, "user_id", allow_empty=True) for u in users}
         self.agent: Agent = config.build()
-        self._tg: TaskGroup | None = None
         self._portal: BlockingPortal | None = None
         self._portal_cm: Any = None
         self._serving: Any = None
@@ -128,6 +126,11 @@ class SessionHost:
         self._users.add(check_id(user_id, "user_id", allow_empty=True))
         if self._core is not None:
             self._core.wake_discovery()
+
+    async def sessions(self, user_id: str) -> list[str]:
+        """The user's sessions that have an inbox (every command ever recorded for them)."""
+        check_id(user_id, "user_id", allow_empty=True)
+        return [s async for s in self._require().inbox.sessions(user_id)]
 
     @property
     def users(self) -> frozenset[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 
 import anyio
@@ -26,6 +27,8 @@ from .fold import InboxState
 
 log = logging.getLogger("hookagent.session")
 APPEND_LEASE = 10.0
+FOLDS_KEPT = 4096
+"""Sessions whose folded inbox a host keeps in memory (least recently used dropped first)."""
 PAGE = 1000
 CMD_PREFIX = "c/"
 OWNER_PREFIX = "o/"
@@ -55,7 +58,7 @@ class Inbox:
     def __init__(self, log: SessionLog, *, append_timeout: float = 30.0) -> None:
         self.log = log
         self.append_timeout = append_timeout
-        self._states: dict[tuple[str, str], InboxState] = {}
+        self._states: OrderedDict[tuple[str, str], InboxState] = OrderedDict()
         self._locks: dict[tuple[str, str], anyio.Lock] = {}
 
     def _lock(self, key: tuple[str, str]) -> anyio.Lock:
@@ -89,6 +92,12 @@ class Inbox:
             state.apply(page)
         state.commit_id = head.commit_id if state.seq == head.seq else state.commit_id
         self._states[key] = state
+        self._states.move_to_end(key)
+        while len(self._states) > FOLDS_KEPT:  # a dropped fold is read again when needed
+            old, _ = self._states.popitem(last=False)
+            lock = self._locks.get(old)
+            if lock is not None and not lock.locked():
+                del self._locks[old]
         return state
 
     def cached(self, user_id: str, session_id: str) -> InboxState | None:

@@ -21,8 +21,16 @@ class GatedModel:
 
     name = "gated"
 
-    def __init__(self, replies: list[Any] | None = None, *, default: str = "ok") -> None:
+    def __init__(
+        self,
+        replies: list[Any] | None = None,
+        *,
+        default: str = "ok",
+        journal: list[str] | None = None,
+    ) -> None:
         self.replies = list(replies or [])
+        self.journal = journal if journal is not None else []
+        """The user texts seen, in order (share one list between models to see the order)."""
         self.default = default
         self.hold = False
         self._released = anyio.Event()
@@ -42,6 +50,7 @@ class GatedModel:
         self.calls += 1
         users = [m.text for m in request.messages if m.role == "user"]
         self.seen.append(users[-1] if users else "")
+        self.journal.append(self.seen[-1])
         self.started.set()
         self.started = anyio.Event()
         if self.hold:

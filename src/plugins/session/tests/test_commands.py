@@ -7,12 +7,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from hookagent import AgentConfig, Approve, Msg
+from hookagent import AgentConfig, Approve, ConfigurationError, Msg
+from hookagent.errors import InvalidIdentifier
 from hookagent.messages import new_id
 from hookagent.sessionlog import SessionLog, open_session_log
 from hookagent_session import (
     AgentSession,
+    HostNotRunning,
     IdempotencyConflict,
+    InboxBusy,
     InvalidCommand,
     NotRunning,
     SessionHost,
@@ -254,3 +257,101 @@ def test_sync_twins(tmp_path: Any) -> None:
         done = session.wait_sync(view.command_id, timeout=10)
         assert done.status == "completed" and done.reply_text == "sync ok"
         assert session.tasks_sync(status="completed") == [done]
+
+
+async def test_the_status_sequence_of_every_kind(env: dict[str, Any]) -> None:
+    session: AgentSession = env["session"]
+    model: GatedModel = env["model"]
+    inbox: SessionLog = env["inbox"]
+    model.replies = [("tool", "deploy", {"env": "prod"}), "deployed"]
+    ask = await session.submit("ship it", idempotency_key="ask")
+    await session.wait(ask.command_id, timeout=10)
+    [pending] = await session.pending_interactions()
+    answer = await session.respond(pending.tool_use_id, Approve(pending.tool_use_id))
+    await session.wait(answer.command_id, timeout=10)
+    model.block()
+    long = await session.submit("long", idempotency_key="long")
+    running = await eventually(lambda: _status(session, long.command_id, "running"))
+    steer = await session.steer("shorter")
+    await eventually(lambda: _status(session, steer.command_id, "running"))
+    stop = await session.interrupt()
+    await session.wait(stop.command_id, timeout=10)  # applied: the steer's run is told to stop
+    model.release()
+    stale = await session.resume("not-a-turn")
+    await session.wait(stale.command_id, timeout=10)
+    resumed = await session.resume(str(running.turn_id))
+    await session.wait(resumed.command_id, timeout=10)
+    expected = {
+        ask.command_id: ["starting", "running", "suspended"],
+        answer.command_id: ["starting", "running", "completed"],
+        long.command_id: ["starting", "running", "interrupted"],
+        steer.command_id: ["starting", "running", "interrupted"],
+        stop.command_id: ["completed"],
+        stale.command_id: ["starting", "rejected"],
+        resumed.command_id: ["starting", "running", "completed"],
+    }
+    for cid, seq in expected.items():
+        assert await statuses(inbox, "u", "s", cid) == seq, (await session.task(cid)).kind
+    views = {v.command_id: v for v in await session.tasks()}
+    assert views[stop.command_id].target_run_id == views[steer.command_id].run_id
+    assert views[resumed.command_id].turn_id == running.turn_id == views[steer.command_id].turn_id
+
+
+async def test_events_follow_the_log_as_runs_write_it(env: dict[str, Any]) -> None:
+    import anyio
+
+    session: AgentSession = env["session"]
+    seen: list[tuple[int, str]] = []
+
+    async def follow() -> None:
+        async for e in session.events():
+            seen.append((e.seq, e.type))
+            if e.type == "run/finished":
+                return
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await anyio.sleep(0.05)  # the follower waits on an empty log first
+            await session.submit("hi")
+    assert seen[0] == (1, "run/started") and seen[-1][1] == "run/finished"
+    assert [s for s, _ in seen] == list(range(1, len(seen) + 1))
+
+
+async def test_a_busy_inbox_and_a_host_not_running_are_typed_errors() -> None:
+    name = new_id()
+    config = AgentConfig(model=GatedModel(), session_log=f"memory://log-{name}")
+    host = SessionHost(config, inbox=f"memory://inbox-{name}", append_timeout=0.3)
+    with pytest.raises(HostNotRunning):
+        await host.session("u", "s").submit("hi")
+    inbox = await open_session_log(f"memory://inbox-{name}")
+    held = await inbox.acquire("u", "c/s", "someone-else", 60)
+    async with host:
+        with pytest.raises(InboxBusy):
+            await host.session("u", "s").submit("hi")
+        await inbox.release(held)
+        assert (await host.session("u", "s").submit("hi")).status == "queued"
+    with pytest.raises(ConfigurationError):
+        SessionHost(AgentConfig(model=GatedModel()), inbox="memory://x")
+    with pytest.raises(ConfigurationError):
+        SessionHost(config, inbox="memory://x", poll_interval=0)
+    with pytest.raises(InvalidIdentifier):
+        host.session("u", "")
+
+
+async def test_resume_refuses_a_turn_a_direct_call_came_after(env: dict[str, Any]) -> None:
+    from hookagent import RuntimeContext
+
+    session: AgentSession = env["session"]
+    model: GatedModel = env["model"]
+    model.block()
+    view = await session.submit("one", idempotency_key="1")
+    running = await eventually(lambda: _status(session, view.command_id, "running"))
+    await session.interrupt(running.run_id)
+    await session.wait(view.command_id, timeout=10)
+    model.release()
+    await env["host"].agent.call("outside the inbox", RuntimeContext("u", "s"))
+    refused = await session.wait(
+        (await session.resume(str(running.turn_id))).command_id, timeout=10
+    )
+    assert refused.status == "rejected" and "latest" in (refused.error or "")

@@ -1,14 +1,16 @@
-"""Entry point ``store-jsonfile``: the default store and the URL schemes it serves."""
+"""Entry point ``store-jsonfile``: the default store, the URL schemes it serves, and the
+session-log backend on the same files (``sessionlog``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hookagent.hookspecs import hookimpl
-from hookagent.registry import StoreRegister
+from hookagent.registry import SessionLogRegister, StoreRegister
 
 from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, default_root, open_store
 from .local import LocalJsonFileStore
+from .sessionlog import LOG_SCHEMES, open_session_log
 
 
 def _factory(url: str, **options: Any) -> Any:
@@ -21,6 +23,18 @@ def hookagent_register_state_stores(register: StoreRegister) -> None:
         register(scheme, _factory, locality="host")
     for scheme in FSSPEC_SCHEMES:
         register(scheme, _factory, locality="process" if scheme == "memory" else "shared")
+
+
+def _log_factory(url: str, **options: Any) -> Any:
+    return open_session_log(url, **options)
+
+
+@hookimpl
+def hookagent_register_session_logs(register: SessionLogRegister) -> None:
+    """``file``/``jsonfile`` (local disk, locality "host") and the fsspec protocols the
+    state store serves, except ``memory`` (the session-log plugin's)."""
+    for scheme in LOG_SCHEMES:
+        register(scheme, _log_factory, locality="host" if scheme in LOCAL_SCHEMES else "shared")
 
 
 @hookimpl

@@ -185,34 +185,68 @@ async def test_a_commit_that_waited_for_the_lock_sees_what_the_holder_wrote(
         assert [e.seq for e in await log.read_after("u", "s", 0)] == [1, 2]
 
 
-def _count(log: SqlSessionLog) -> list[str]:
+def _count(log: SqlSessionLog, dialect: str) -> list[str]:
+    """What each operation sends, one entry per round trip: every statement (first word;
+    ``AUTO:`` when its connection is in autocommit, where BEGIN/COMMIT are not sent), and on
+    a transaction's connection its BEGIN (PostgreSQL only: the MySQL drivers and SQLite's
+    ``BEGIN IMMEDIATE`` statement send none of their own) and COMMIT or ROLLBACK. On SQLite
+    the whole operation is one hop into the file's thread, no round trip."""
     seen: list[str] = []
     runner = log._runner
     engine = runner.engine if hasattr(runner, "engine") else log.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", lambda *a: seen.append(a[2].split()[0]))
+
+    def auto(conn: Any) -> bool:
+        return conn._execution_options.get("isolation_level") == "AUTOCOMMIT"
+
+    def statement(conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
+        seen.append(("AUTO:" if auto(conn) else "") + sql.split()[0])
+
+    def ends(name: str) -> Any:
+        def listener(conn: Any) -> None:
+            if not auto(conn) and (name != "BEGIN" or dialect == "postgresql"):
+                seen.append(name)
+
+        return listener
+
+    event.listen(engine, "before_cursor_execute", statement)
+    for name in ("BEGIN", "COMMIT", "ROLLBACK"):
+        event.listen(engine, name.lower(), ends(name))
     return seen
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_statements_per_operation(dialect: str, tmp_path: Path) -> None:
+    pg = dialect == "postgresql"
     async with fresh_log(dialect, tmp_path) as log:
         w = await log.acquire("u", "s", "run", 60)
         await log.commit(w, "b0", 0, batch("b0", 0, 1))
-        seen = _count(log)
+        seen = _count(log, dialect)
         await log.commit(w, "b1", 1, batch("b1", 0, 4))
-        # BEGIN and COMMIT are not cursor statements, except SQLite's BEGIN IMMEDIATE
         lock = ["BEGIN", "SELECT"] if dialect == "sqlite" else ["SELECT"]
-        writes = ["WITH"] if dialect == "postgresql" else ["INSERT", "UPDATE"]
-        assert seen == [*lock, *writes], seen
+        if pg:  # the warm commit: one autocommit statement, one round trip
+            assert seen == ["AUTO:WITH"], seen
+        else:
+            assert seen == [*lock, "INSERT", "UPDATE", "COMMIT"], seen
+        del seen[:]
+        with pytest.raises(StalePrefix):  # refused: the locked transaction says why
+            await log.commit(w, "b2", 1, batch("b2", 0, 1))
+        slow = ["BEGIN", "SELECT", "ROLLBACK"] if pg else [*lock, "ROLLBACK"]
+        assert seen == (["AUTO:WITH", *slow] if pg else slow), seen
         del seen[:]
         await log.commit(w, "b2", 5, batch("b2", 0, 1), finish=True)
-        fin = ["WITH"] if dialect == "postgresql" else ["INSERT", "UPDATE", "INSERT"]
-        assert seen == [*lock, *fin], seen
+        fin = ["INSERT", "UPDATE", "INSERT", "COMMIT"]
+        assert seen == (["AUTO:WITH"] if pg else [*lock, *fin]), seen
+        del seen[:]
+        w = await log.acquire("u", "s", "run-2", 60)  # a warm acquire
+        assert w.epoch == 2 and w.seq == 6
+        write = ["SELECT", "UPDATE", "COMMIT"]
+        assert seen == (["AUTO:UPDATE"] if pg else [*lock[:-1], *write]), seen
         del seen[:]
         await log.head("u", "s")
         await log.read_after("u", "s", 0)
         await log.read_after("u", "s", 3, limit=2)
-        assert seen == ["SELECT"] * 3, seen
+        # a read: one statement; elsewhere the driver also sends the ROLLBACK ending its snapshot
+        assert seen == (["AUTO:SELECT"] if pg else ["SELECT", "ROLLBACK"]) * 3, seen
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -18,6 +18,9 @@ from .projection import ground, is_empty, projected
 from .sections import ParseCache
 from .tools import model_tools
 
+HOOKAGENT_SECTIONS = (SECTION,)
+"""The state section this plugin owns (read by ``hookagent plugins``; docs/plugins.md)."""
+
 PROJECTION_ORDER = 300
 """Outermost first: memory 100, compaction 200, this 300, the plan-mode banner 400."""
 

@@ -1,0 +1,412 @@
+"""The session log on local disk: the blocking core (each call runs in a worker thread).
+
+Per session, in ``<root>/.sessionlog/<user>/<session>/``:
+
+    head                     two 4 KiB slots, written alternately in place (checksummed,
+                             with a write counter: the valid slot with the higher counter is
+                             the head); also the session's flock file
+    c<first seq>             one commit: header (first, last, batch_id, digest) + batch bytes
+    b<sha256(batch_id)>      a hard link to that commit file (the idempotency index)
+    s<sha256(owner)>         a sealed owner (empty)
+
+A commit, under the exclusive flock: read the head, ``plan_commit``, create ``c<first>``
+(``O_EXCL``; an orphan a killed writer left there is removed first), write + fsync it, link
+``b<hash>`` to it (and create ``s<hash>`` for ``finish=True``), fsync the directory: the
+commit is durable; then write the new head into the other slot + fdatasync: the commit
+point. Three fsyncs, no temp file, no rename. A crash before the head write leaves an orphan
+(beyond the head's seq: never read, replaced by the next commit); a torn head slot fails its
+checksum and the other slot, the previous head, is the head.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import secrets
+import stat
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import attrs
+from hookagent.errors import LogCorrupt, StorageDurabilityError
+from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
+from hookagent.sessionlog.batch import decode_batch
+from hookagent.sessionlog.rules import check_holds, plan_acquire, plan_commit
+from hookagent.store.ids import slot_name
+
+from . import posixio as io
+from .logfiles import (
+    SLOT,
+    batch_name,
+    commit_first,
+    commit_name,
+    decode_commit_file,
+    decode_head_record,
+    encode_commit_file,
+    encode_head_record,
+    head_doc,
+    head_of,
+    seal_name,
+)
+from .logtree import LogTree, Session
+
+Doc = dict[str, Any]
+
+
+def _datasync(dur: io.Durability, fd: int, what: str) -> None:
+    """fdatasync (the head is rewritten in place: its size and blocks are settled), with
+    the same poisoning as ``Durability.fsync``."""
+    dur.check()
+    try:
+        getattr(os, "fdatasync", os.fsync)(fd)
+    except OSError as exc:
+        dur.poisoned = f"fdatasync of {what}: {exc}"
+        raise StorageDurabilityError(
+            f"fdatasync of {what} failed ({exc}); the head may not be durable, the log handle "
+            "is poisoned and the write is not retried"
+        ) from exc
+
+
+class LocalLogCore(LogTree):
+    """Blocking implementation of ``JsonFileSessionLog`` on local disk."""
+
+    def __init__(
+        self, root: Path, *, cache_slots: int, writers: str, clock: Callable[[], float]
+    ) -> None:
+        super().__init__(root, cache_slots=cache_slots, writers=writers)
+        self.clock = clock
+
+    # ------------------------------------------------------------------ head file
+
+    def _read(self, ses: Session, where: str) -> Doc | None:
+        raw = os.pread(ses.hd, 2 * SLOT, 0)  # (a regular file reads short only at its end)
+        if not raw.strip(b"\x00"):
+            return None  # never written (or only a first write torn before any byte landed)
+        docs = [d for d in (decode_head_record(raw[:SLOT]), decode_head_record(raw[SLOT:])) if d]
+        if not docs:
+            if not raw[:SLOT].strip(b"\x00"):  # slot 0 never written: the only write was
+                return None  # the first acquire, torn by a power loss (no commit depends on it)
+            raise LogCorrupt(f"{where}: the head file is damaged (no slot passes its checksum)")
+        doc = max(docs, key=lambda d: int(d["n"]))
+        seen = ses.seen
+        if seen is not None and seen[0] == doc["life"] and int(doc["n"]) < seen[1]:
+            raise LogCorrupt(
+                f"{where}: head write {seen[1]}, which this log handle saw, is gone (the head "
+                f"reads as write {doc['n']}): its slot is damaged. Nothing is written over it"
+            )
+        ses.seen = (str(doc["life"]), int(doc["n"]))
+        return doc
+
+    def _write(self, ses: Session, doc: Doc | None, head: LogHead, last_first: int = -1) -> None:
+        counter = 0 if doc is None else int(doc["n"])
+        life = secrets.token_hex(8) if doc is None else str(doc["life"])
+        lf = (0 if doc is None else int(doc["lf"])) if last_first < 0 else last_first
+        record = encode_head_record(head_doc(head, counter=counter + 1, last_first=lf, life=life))
+        io.write_all(ses.hd, record, ((counter + 1) % 2) * SLOT)
+        _datasync(self.dur, ses.hd, "the session log head")
+        ses.seen = (life, counter + 1)
+
+    # ------------------------------------------------------------------ lease
+
+    def head(self, user_id: str, session_id: str) -> LogHead:
+        where = slot_name(user_id, session_id, "log")
+        return self.locked(
+            user_id, session_id, lambda s: head_of(self._read(s, where)),
+            create=False, exclusive=False, absent=LogHead,
+        )  # fmt: skip
+
+    def acquire(self, user_id: str, session_id: str, owner: str, lease: float) -> LogWriter:
+        where = slot_name(user_id, session_id, "log")
+
+        def step(ses: Session) -> LogWriter:
+            doc = self._read(ses, where)
+            sealed = _exists(ses.sd, seal_name(owner))
+            new = plan_acquire(
+                head_of(doc), user_id, session_id, owner, self.clock(), lease, sealed=sealed
+            )
+            self._write(ses, doc, new)
+            return LogWriter(user_id, session_id, owner, new.epoch, new.lease_until, new.seq)
+
+        return self.locked(user_id, session_id, step, create=True, exclusive=True, absent=_never)
+
+    def renew(self, writer: LogWriter, lease: float) -> LogWriter:
+        where = slot_name(writer.user_id, writer.session_id, "log")
+
+        def step(ses: Session) -> LogWriter:
+            doc = self._read(ses, where)
+            head, now = head_of(doc), self.clock()
+            check_holds(head, writer, now, "renew")
+            self._write(ses, doc, attrs.evolve(head, lease_until=now + lease))
+            return attrs.evolve(writer, lease_until=now + lease)
+
+        def absent() -> LogWriter:
+            check_holds(LogHead(), writer, self.clock(), "renew")
+            raise AssertionError("unreachable: an absent log holds no lease")
+
+        return self.locked(
+            writer.user_id, writer.session_id, step, create=False, exclusive=True, absent=absent
+        )
+
+    def release(self, writer: LogWriter) -> bool:
+        where = slot_name(writer.user_id, writer.session_id, "log")
+
+        def step(ses: Session) -> bool:
+            doc = self._read(ses, where)
+            head = head_of(doc)
+            if head.epoch != writer.epoch or head.owner != writer.owner:
+                return False
+            self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0))
+            return True
+
+        return self.locked(
+            writer.user_id, writer.session_id, step,
+            create=False, exclusive=True, absent=lambda: False,
+        )  # fmt: skip
+
+    def seal(self, user_id: str, session_id: str, owner: str) -> None:
+        where = slot_name(user_id, session_id, "log")
+
+        def step(ses: Session) -> None:
+            doc = self._read(ses, where)
+            if self._mark_sealed(ses, owner):
+                self.dur.fsync(ses.sd, "the session log directory (seal)")
+            head = head_of(doc)
+            if head.owner == owner:  # (the marker is durable first: never unsealed by a crash)
+                self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0))
+
+        self.locked(user_id, session_id, step, create=True, exclusive=True, absent=_never)
+
+    def _mark_sealed(self, ses: Session, owner: str) -> bool:
+        """Create the owner's seal marker; True if it is new (its entry not yet durable)."""
+        try:
+            fd = os.open(seal_name(owner), io.NEW_FLAGS, 0o600, dir_fd=ses.sd)
+        except FileExistsError:
+            return False
+        os.close(fd)
+        return True
+
+    def is_sealed(self, user_id: str, session_id: str, owner: str) -> bool:
+        return self.locked(
+            user_id, session_id, lambda s: _exists(s.sd, seal_name(owner)),
+            create=False, exclusive=False, absent=lambda: False,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ commit
+
+    def commit(
+        self,
+        writer: LogWriter,
+        batch_id: str,
+        expected_seq: int,
+        events: Sequence[LogEvent],
+        data: bytes,
+        digest: str,
+        finish: bool,
+    ) -> CommitResult:
+        where = slot_name(writer.user_id, writer.session_id, "log")
+
+        def decide(head: LogHead, prior: tuple[int, int, str] | None) -> Any:
+            return plan_commit(
+                head, writer, batch_id, expected_seq, events, data, digest, self.clock(),
+                prior=prior, finish=finish,
+            )  # fmt: skip
+
+        def step(ses: Session) -> CommitResult:
+            doc = self._read(ses, where)
+            head = head_of(doc)
+            plan = decide(head, self._prior(ses, batch_id, where))
+            if plan.result is not None:
+                return plan.result  # type: ignore[no-any-return]
+            name = commit_name(plan.first_seq)
+            body = encode_commit_file(plan.first_seq, plan.last_seq, batch_id, digest, data)
+            self._put_commit(ses, name, body)
+            link = batch_name(batch_id)
+            try:
+                os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
+            except FileExistsError:  # a stale link (``_prior`` did not trust it): replace it
+                os.unlink(link, dir_fd=ses.sd)
+                os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
+            if plan.seal is not None:
+                self._mark_sealed(ses, plan.seal)
+            self.dur.fsync(ses.sd, "the session log directory (commit)")  # the commit durable
+            self._write(ses, doc, plan.head, plan.first_seq)  # the commit point
+            starts = None if doc is None else _indexed(ses, doc)  # (current before it)
+            if starts is not None and (not starts or starts[-1] < plan.first_seq):
+                starts.append(plan.first_seq)
+            elif starts is None:
+                ses.index = None  # stale: the next read lists the names again
+            return CommitResult(plan.first_seq, plan.last_seq, plan.head)
+
+        def absent() -> CommitResult:
+            decide(LogHead(), None)  # raises LogFenced: no lease on a log never written
+            raise AssertionError("unreachable: an absent log holds no lease")
+
+        return self.locked(
+            writer.user_id, writer.session_id, step, create=False, exclusive=True, absent=absent
+        )
+
+    def _put_commit(self, ses: Session, name: str, body: bytes) -> None:
+        """Write ``name`` whole and fsync it, replacing an orphan a killed writer left."""
+        try:
+            fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=ses.sd)
+        except FileExistsError:  # an orphan (beyond the head): drop it and its index link
+            self._drop_orphan(ses, name)
+            fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=ses.sd)
+        try:
+            try:
+                io.write_all(fd, body)
+                self.dur.fsync(fd, "a session log commit")
+            finally:
+                os.close(fd)
+        except BaseException:
+            io.unlink_quiet(ses.sd, name)  # (never reached by the head: not a loss)
+            raise
+
+    def _drop_orphan(self, ses: Session, name: str) -> None:
+        raw = _read_whole(ses.sd, name)
+        if raw is not None:
+            try:
+                meta, _ = decode_commit_file(raw, "", name)
+            except LogCorrupt:
+                pass  # a torn orphan: no link to it is trusted anyway (``_prior`` checks)
+            else:
+                link = batch_name(meta["b"])
+                if _same_file(ses.sd, link, name):
+                    io.unlink_quiet(ses.sd, link)
+        io.unlink_quiet(ses.sd, name)
+
+    def _prior(self, ses: Session, batch_id: str, where: str) -> tuple[int, int, str] | None:
+        """(first, last, digest) of the commit stored under ``batch_id``: its index link,
+        trusted only while it is the commit file at its seq (an orphan's link is not)."""
+        link = batch_name(batch_id)
+        raw = _read_whole(ses.sd, link)
+        if raw is None:
+            return None
+        try:
+            meta, _ = decode_commit_file(raw, where, link)
+        except LogCorrupt:  # an orphan torn by a power loss (a reached commit was fsynced;
+            return None  # were it damaged, reading it fails closed)
+        if meta["b"] != batch_id or not _same_file(ses.sd, link, commit_name(meta["f"])):
+            return None
+        return int(meta["f"]), int(meta["l"]), str(meta["d"])
+
+    # ------------------------------------------------------------------ reads
+
+    def read_after(
+        self, user_id: str, session_id: str, seq: int, limit: int | None
+    ) -> list[LogEvent]:
+        where = slot_name(user_id, session_id, "log")
+
+        def step(ses: Session) -> list[LogEvent]:
+            doc = self._read(ses, where)
+            head = 0 if doc is None else int(doc["seq"])
+            if doc is None or head <= seq:
+                return []
+            starts = self._starts(ses, doc)
+            i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
+            out: list[LogEvent] = []
+            expect = seq + 1  # the commit holding it, unless the seqs before it are missing
+            if i < len(starts) and starts[i] <= expect:
+                expect = starts[i]
+            for first in starts[i:]:
+                if first > head:
+                    break  # an orphan: never read
+                if first != expect:
+                    raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
+                name = commit_name(first)
+                raw = _read_whole(ses.sd, name)
+                if raw is None:
+                    raise LogCorrupt(f"{where}: commit file {name} (seq {first}) is missing")
+                meta, data = decode_commit_file(raw, where, name)
+                if meta["f"] != first:
+                    raise LogCorrupt(f"{where}: commit file {name} holds seq {meta['f']}")
+                expect = int(meta["l"]) + 1
+                for e in decode_batch(data, first, where=where):
+                    if seq < e.seq <= head:
+                        out.append(e)
+                        if limit is not None and len(out) >= limit:
+                            return out
+            short = limit is None or len(out) < limit
+            if short and head > seq and (not out or out[-1].seq != head):
+                raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
+            return out
+
+        return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
+
+    def _starts(self, ses: Session, doc: Doc) -> list[int]:
+        """The sorted first seqs of the session's commit files. Kept per session and
+        incarnation; listed again only when the head's last commit is not in it (another
+        process committed since): names only, no commit is read to find a seq."""
+        known = _indexed(ses, doc)
+        if known is not None:
+            return known
+        found = sorted(f for n in os.listdir(ses.sd) if (f := commit_first(n)) is not None)
+        ses.index = (str(doc["life"]), found)
+        return found
+
+    def has_log(self, user_id: str, session_id: str) -> bool:
+        """Whether the session's head has a commit (for listing)."""
+        where = slot_name(user_id, session_id, "log")
+        return self.locked(
+            user_id, session_id, lambda s: int((self._read(s, where) or {"seq": 0})["seq"]) > 0,
+            create=False, exclusive=False, absent=lambda: False,
+        )  # fmt: skip
+
+    def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
+        ids: list[str] = []
+        for sid, _ in self.session_ids(user_id):
+            if cursor and sid <= cursor:
+                continue
+            if not self.has_log(user_id, sid):
+                continue
+            if len(ids) == limit:
+                return SessionPage(tuple(ids), ids[-1])
+            ids.append(sid)
+        return SessionPage(tuple(ids), None)
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        def step(ses: Session) -> bool:
+            self.remove_session(user_id, session_id, ses)
+            return True
+
+        return self.locked(
+            user_id, session_id, step, create=False, exclusive=True, absent=lambda: False
+        )
+
+
+def _indexed(ses: Session, doc: Doc) -> list[int] | None:
+    """The session's index if it is current for ``doc``: the same incarnation, and the
+    head's last commit is in it. Every commit after the listing it came from starts after
+    it (an orphan listed then is where the next commit starts), so if the last one is in
+    it, all are."""
+    if ses.index is None or ses.index[0] != doc["life"]:
+        return None
+    starts, last = ses.index[1], int(doc["lf"])
+    k = bisect.bisect_left(starts, last)
+    return starts if not last or (k < len(starts) and starts[k] == last) else None
+
+
+def _never() -> NoReturn:
+    raise AssertionError("unreachable: the session is created")
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _same_file(dir_fd: int, a: str, b: str) -> bool:
+    try:
+        sa = os.stat(a, dir_fd=dir_fd, follow_symlinks=False)
+        sb = os.stat(b, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _read_whole(dir_fd: int, name: str) -> bytes | None:
+    return io.read_file(dir_fd, name)

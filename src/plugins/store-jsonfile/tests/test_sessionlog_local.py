@@ -1,0 +1,312 @@
+"""The local session log's own promises: what a warm commit costs, what reads touch, torn and
+damaged heads, disk-full and fsync failures, a planted symlink, and a state store sharing
+the root."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookagent.errors import (
+    CorruptState,
+    LogCorrupt,
+    StorageDurabilityError,
+    StorageFull,
+)
+from hookagent.messages import Msg
+from hookagent.sessionlog import LogEvent
+from hookagent.state import AgentState
+from hookagent_store_jsonfile import JsonFileSessionLog, LocalJsonFileStore, posixio
+from hookagent_store_jsonfile.layout import id_parts
+from hookagent_store_jsonfile.logfiles import (
+    COMMIT_MAGIC,
+    LOG_DIR,
+    SLOT,
+    commit_name,
+    decode_head_record,
+)
+
+pytestmark = pytest.mark.anyio
+U, S = "u:1", "s/1"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def sdir(root: Path) -> Path:
+    return root / LOG_DIR / Path(*id_parts(U), *id_parts(S))
+
+
+def ev(n: int, kind: str = "message/appended") -> list[LogEvent]:
+    return [LogEvent(kind, {"n": n, "i": i}) for i in range(2)]
+
+
+async def filled(log: JsonFileSessionLog, commits: int) -> Any:
+    w = await log.acquire(U, S, "run-1", 60)
+    for i in range(commits):
+        await log.commit(w, f"b{i}", 2 * i, ev(i))
+    return w
+
+
+async def test_a_warm_commit_is_one_file_two_fsyncs_and_a_datasync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 3)
+    calls: list[str] = []
+    real = {name: getattr(os, name) for name in ("fsync", "fdatasync", "open", "rename")}
+
+    def counted(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return real[name](*args, **kwargs)
+
+        return call
+
+    for name in real:
+        monkeypatch.setattr(os, name, counted(name))
+    await log.commit(w, "warm", 6, ev(9))
+    assert sorted(calls) == ["fdatasync", "fsync", "fsync", "open", "open"], calls
+    # the opens: the batch index lookup (absent) and the new commit file
+    monkeypatch.undo()
+    names = sorted(os.listdir(sdir(tmp_path)))
+    assert [n for n in names if n.startswith("c")] == [commit_name(f) for f in (1, 3, 5, 7)]
+    assert os.path.getsize(sdir(tmp_path) / "head") <= 2 * SLOT
+    await log.aclose()
+
+
+async def test_read_after_reads_only_the_commits_it_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    await filled(log, 50)
+    fresh = JsonFileSessionLog(tmp_path)  # nothing cached: one listing of names
+    read: list[str] = []
+    real = posixio.read_file
+
+    def spy(dir_fd: int, name: str, where: str = "") -> bytes | None:
+        read.append(name)
+        return real(dir_fd, name, where)
+
+    monkeypatch.setattr(posixio, "read_file", spy)
+    got = await fresh.read_after(U, S, 96)
+    assert [e.seq for e in got] == [97, 98, 99, 100]
+    assert read == [commit_name(97), commit_name(99)]
+    read.clear()
+    assert [e.seq for e in await fresh.read_after(U, S, 9, limit=3)] == [10, 11, 12]
+    assert read == [commit_name(9), commit_name(11)]
+    await log.aclose()
+    await fresh.aclose()
+
+
+async def test_a_torn_head_slot_is_the_previous_head(tmp_path: Path) -> None:
+    """A power loss mid-write of the head tears the slot being written: the other slot, the
+    previous head, is the head; the commit it would have published is an orphan."""
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 2)
+    before = await log.head(U, S)
+    await log.commit(w, "last", 4, ev(7))
+    await log.aclose()
+    head = sdir(tmp_path) / "head"
+    raw = head.read_bytes()
+    docs = [decode_head_record(raw[:SLOT]), decode_head_record(raw[SLOT:])]
+    assert docs[0] is not None and docs[1] is not None
+    newest = max((0, 1), key=lambda i: docs[i]["n"])  # type: ignore[index]
+    torn = bytearray(raw)
+    torn[newest * SLOT + 20 : (newest + 1) * SLOT] = b"\x00" * (SLOT - 20)
+    head.write_bytes(bytes(torn[: 2 * SLOT]))
+    other = JsonFileSessionLog(tmp_path)
+    assert await other.head(U, S) == before
+    assert [e.seq for e in await other.read_after(U, S, 0)] == [1, 2, 3, 4]
+    assert (sdir(tmp_path) / commit_name(5)).exists()  # the orphan, never read
+    w2 = await other.acquire(U, S, "run-1", 60)
+    r = await other.commit(w2, "again", 4, ev(8))
+    assert (r.first_seq, r.last_seq, r.duplicate) == (5, 6, False)
+    assert [e.payload["n"] for e in await other.read_after(U, S, 4)] == [8, 8]
+    again = await other.commit(w2, "last", 6, ev(7))  # the orphan's batch was never a commit
+    assert (again.first_seq, again.duplicate) == (7, False)
+    await other.aclose()
+
+
+async def test_a_damaged_head_this_handle_saw_fails_closed(tmp_path: Path) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 2)
+    await log.commit(w, "last", 4, ev(7))
+    head = sdir(tmp_path) / "head"
+    raw = bytearray(head.read_bytes())
+    for slot in (0, 1):  # damage whichever slot holds the newest head
+        trial = bytearray(raw)
+        trial[slot * SLOT + 30] ^= 0xFF
+        head.write_bytes(bytes(trial))
+        try:
+            seq = (await log.head(U, S)).seq
+        except LogCorrupt as exc:
+            assert "which this log handle saw, is gone" in str(exc)
+            with pytest.raises(LogCorrupt):
+                await log.commit(w, "more", 6, ev(9))
+        else:
+            assert seq == 6  # the older slot was damaged: no matter
+        head.write_bytes(bytes(raw))
+    both = bytearray(raw)
+    both[30] ^= 0xFF
+    both[SLOT + 30] ^= 0xFF
+    head.write_bytes(bytes(both))
+    with pytest.raises(LogCorrupt, match="no slot passes its checksum"):
+        await JsonFileSessionLog(tmp_path).read_after(U, S, 0)
+    await log.aclose()
+
+
+async def test_a_missing_or_damaged_commit_fails_closed(tmp_path: Path) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    await filled(log, 3)
+    path = sdir(tmp_path) / commit_name(3)
+    data = path.read_bytes()
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(LogCorrupt, match="damaged"):
+        await log.read_after(U, S, 0)
+    assert [e.seq for e in await log.read_after(U, S, 4)] == [5, 6]  # after it: readable
+    path.unlink()
+    with pytest.raises(LogCorrupt, match="missing"):
+        await log.read_after(U, S, 2)
+    await log.aclose()
+
+
+async def test_disk_full_writes_nothing_and_the_handle_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 2)
+    real = posixio.write_all
+
+    def full(fd: int, data: bytes, offset: int | None = None) -> None:
+        if data.startswith(COMMIT_MAGIC):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, data, offset)
+
+    monkeypatch.setattr(posixio, "write_all", full)
+    with pytest.raises(StorageFull):
+        await log.commit(w, "full", 4, ev(5))
+    assert not (sdir(tmp_path) / commit_name(5)).exists()
+    assert (await log.head(U, S)).seq == 4
+    monkeypatch.undo()
+    r = await log.commit(w, "full", 4, ev(5))
+    assert (r.first_seq, r.duplicate) == (5, False)
+    await log.aclose()
+
+
+async def test_an_fsync_failure_poisons_the_handle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 1)
+
+    def broken(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    with pytest.raises(StorageDurabilityError):
+        await log.commit(w, "lost", 2, ev(2))
+    monkeypatch.undo()
+    with pytest.raises(StorageDurabilityError, match="poisoned"):
+        await log.head(U, S)
+    other = JsonFileSessionLog(tmp_path)  # a new handle: the head never moved
+    assert (await other.head(U, S)).seq == 2
+    assert [e.seq for e in await other.read_after(U, S, 0)] == [1, 2]
+    await other.aclose()
+
+
+async def test_a_planted_symlink_is_refused(tmp_path: Path) -> None:
+    log = JsonFileSessionLog(tmp_path / "root")
+    await filled(log, 1)
+    await log.aclose()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = sdir(tmp_path / "root")
+    for entry in target.iterdir():
+        entry.rename(outside / entry.name)
+    target.rmdir()
+    target.symlink_to(outside)
+    fresh = JsonFileSessionLog(tmp_path / "root")
+    with pytest.raises(CorruptState, match="symlink"):
+        await fresh.read_after(U, S, 0)
+    with pytest.raises(CorruptState, match="symlink"):
+        await fresh.acquire(U, S, "x", 10)
+    await fresh.aclose()
+
+
+async def test_a_state_store_on_the_same_root_never_meets_the_log(tmp_path: Path) -> None:
+    log, store = JsonFileSessionLog(tmp_path), LocalJsonFileStore(tmp_path, sweep_after=0)
+    await filled(log, 2)
+    state = AgentState(S, U)
+    state.context.append(Msg.user("hi"))
+    assert await store.save_if_version(U, S, state, 0) == 1
+    assert await store.save_if_version(U, "other", AgentState("other", U), 0) == 1
+    assert (await store.list_session_ids(U)).session_ids == ("other", S)
+    assert (await log.list_session_ids(U)).session_ids == (S,)
+    await store.sweep(older_than=0)
+    assert await store.delete(U, S) is True
+    assert await store.delete(U, "log") is False
+    assert [e.seq for e in await log.read_after(U, S, 0)] == [1, 2, 3, 4]
+    assert await log.delete(U, S) is True
+    assert (await store.get_versioned(U, "other")).version == 1
+    await log.aclose()
+    await store.aclose()
+
+
+async def test_a_torn_orphan_is_no_prior_and_is_replaced(tmp_path: Path) -> None:
+    """A power loss mid-commit can leave the commit file (and its index link, the same
+    inode) cut short: the retry of that batch is a new commit, not an error."""
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 1)
+    events = ev(5)
+    log.plant_orphan(U, S, "retried", events)
+    path = sdir(tmp_path) / commit_name(3)
+    path.write_bytes(path.read_bytes()[:40])  # (in place: the link sees it too)
+    r = await log.commit(w, "retried", 2, events)
+    assert (r.first_seq, r.last_seq, r.duplicate) == (3, 4, False)
+    assert [e.payload["n"] for e in await log.read_after(U, S, 2)] == [5, 5]
+    again = await log.commit(w, "retried", 2, events)
+    assert (again.first_seq, again.duplicate) == (3, True)
+    await log.aclose()
+
+
+async def test_an_index_another_process_outdated_is_listed_again(tmp_path: Path) -> None:
+    """Handle A indexes the commit files, B commits twice, A commits: A's read lists the
+    names again instead of trusting an index that misses B's commits."""
+    a = JsonFileSessionLog(tmp_path)
+    b = a.another_handle()
+    await filled(a, 2)
+    assert len(await a.read_after(U, S, 0)) == 4  # A's index: commits at 1, 3
+    wb = await b.acquire(U, S, "run-1", 60)
+    await b.commit(wb, "b-1", 4, ev(10))
+    await b.commit(wb, "b-2", 6, ev(11))
+    wa = await a.acquire(U, S, "run-1", 60)
+    await a.commit(wa, "a-1", 8, ev(12))
+    assert [e.seq for e in await a.read_after(U, S, 0)] == list(range(1, 11))
+    assert [e.payload["n"] for e in await a.read_after(U, S, 4)] == [10, 10, 11, 11, 12, 12]
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_a_torn_first_acquire_is_a_log_never_written(tmp_path: Path) -> None:
+    """The first head write goes to slot 1; torn by a power loss (slot 0 still a hole), the
+    session is as new, not stuck failing closed: nothing but that lease depended on it."""
+    log = JsonFileSessionLog(tmp_path)
+    await log.acquire(U, S, "first", 60)
+    await log.aclose()
+    head = sdir(tmp_path) / "head"
+    raw = bytearray(head.read_bytes())
+    raw[SLOT + 12 :] = b"\x00" * (len(raw) - SLOT - 12)
+    head.write_bytes(bytes(raw))
+    fresh = JsonFileSessionLog(tmp_path)
+    assert (await fresh.head(U, S)).epoch == 0
+    w = await fresh.acquire(U, S, "second", 60)
+    assert w.epoch == 1
+    await fresh.commit(w, "b", 0, ev(1))
+    assert len(await fresh.read_after(U, S, 0)) == 2
+    await fresh.aclose()

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .events import RunEvent
     from .kernel import Kernel
     from .models import ModelRequest
-    from .registry import ModelRegister, StoreRegister, ToolRegister
+    from .registry import ModelRegister, SessionLogRegister, StoreRegister, ToolRegister
     from .state import AgentState
     from .store.base import AgentStateStore
     from .tokens import TokenCounter
@@ -85,11 +85,12 @@ def hookagent_register_state_stores(register: StoreRegister) -> None:
 
 
 @hookspec
-def hookagent_register_session_logs(register: StoreRegister) -> None:
+def hookagent_register_session_logs(register: SessionLogRegister) -> None:
     """Register the URL schemes of a plugin's session-log backends.
 
-    :param register: ``register(scheme, factory, locality="shared")``; ``factory(url,
-        **options)`` returns a ``hookagent.sessionlog.SessionLog`` (a coroutine is awaited).
+    :param register: ``register(scheme, factory, locality="shared")``
+        (``hookagent.registry.SessionLogRegister``); ``factory(url, **options)`` returns a
+        ``hookagent.sessionlog.SessionLog`` (a coroutine is awaited).
 
     Result: ignored. ``hookagent.sessionlog.open_session_log(url)`` and
     ``AgentConfig(session_log=url)`` pick the factory by the URL's scheme.

@@ -60,6 +60,16 @@ class StoreRegister(Protocol):
     ) -> None: ...
 
 
+class SessionLogRegister(Protocol):
+    """``register`` of ``hookagent_register_session_logs``: ``register(scheme, factory,
+    locality="shared")``; ``factory(url, **options)`` returns a
+    ``hookagent.sessionlog.SessionLog`` or an awaitable of one."""
+
+    def __call__(
+        self, scheme: str, factory: Callable[..., Any], *, locality: str = "shared"
+    ) -> None: ...
+
+
 def check_locality(value: object, where: str) -> str:
     if value not in LOCALITIES:
         raise HookContractError(f"{where}: locality {value!r} is not one of {LOCALITIES}")

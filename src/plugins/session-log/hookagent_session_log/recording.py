@@ -123,8 +123,10 @@ def _section_events(
     old: dict[str, Any] | None, new: dict[str, Any], run: str | None, turn: str | None
 ) -> list[LogEvent]:
     """``task/changed``, ``permission/changed``, ``plan/changed`` for the sections that did."""
+    if old is None:  # the log's first checkpoint: what it holds is the start, not a change
+        return []
     out = []
-    before = old or {}
+    before = old
     for name, kind in c.SECTION_EVENTS.items():
         if before.get(name) != new.get(name):
             out.append(c.event(kind, {"section": name}, run_id=run, turn_id=turn))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+import anyio
 from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hookagent import Agent, AgentConfig, ConfigurationError, RunEvent
@@ -23,6 +24,7 @@ from hookagent.sessionlog import LogEvent, SessionLog, open_session_log
 from hookagent.store.ids import check_id
 
 from .errors import HostNotRunning
+from .fold import InboxState
 from .model import TaskView
 from .session import AgentSession
 
@@ -84,6 +86,8 @@ class SessionHost:
         self._tg: TaskGroup | None = None
         self._portal: BlockingPortal | None = None
         self._portal_cm: Any = None
+        self._serving: Any = None
+        self._stop = anyio.Event()
         self._core: Any = None  # the running machinery (``_Core``), set while entered
 
     @property
@@ -130,8 +134,9 @@ class SessionHost:
         return frozenset(self._users)
 
     def owned_sessions(self) -> list[tuple[str, str]]:
-        """The (user_id, session_id) this replica owns now (for operators and tests)."""
-        return self._require().owned()
+        """The (user_id, session_id) this replica drives now (for operators and tests)."""
+        owned: list[tuple[str, str]] = self._require().owned()
+        return owned
 
     # ------------------------------------------------------------------ sync use
     def start_sync(self) -> SessionHost:
@@ -141,19 +146,26 @@ class SessionHost:
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         try:
-            self._portal.call(self.__aenter__)
+            self._serving, _ = self._portal.start_task(self._serve)
         except BaseException:
             self._portal_cm.__exit__(None, None, None)
             self._portal = self._portal_cm = None
             raise
         return self
 
+    async def _serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        self._stop = anyio.Event()
+        async with self:  # entered and left in one task, as a task group must be
+            task_status.started()
+            await self._stop.wait()
+
     def stop_sync(self) -> None:
         portal, cm = self._portal, self._portal_cm
         if portal is None:
             return
         try:
-            portal.call(self.__aexit__, None, None, None)
+            portal.call(self._stop.set)
+            self._serving.result()
         finally:
             self._portal = self._portal_cm = None
             cm.__exit__(None, None, None)
@@ -187,8 +199,9 @@ class SessionHost:
         view: TaskView = await self._require().submit(session, kind, payload, key)
         return view
 
-    async def _inbox_state(self, session: AgentSession) -> Any:
-        return await self._require().state(session.user_id, session.session_id)
+    async def _inbox_state(self, session: AgentSession) -> InboxState:
+        state: InboxState = await self._require().state(session.user_id, session.session_id)
+        return state
 
     async def _wait(
         self, session: AgentSession, command_id: str, timeout: float | None

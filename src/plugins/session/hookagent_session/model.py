@@ -13,8 +13,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 import orjson
-from hookagent import Approve, ExternalResult, Msg, Reject
-from hookagent.codec import msg_from_dict, msg_to_dict
+from hookagent import Approve, ExternalResult, Msg, Reject, TextBlock
+from hookagent.codec import message_doc, msg_from_dict, msg_to_dict
 from hookagent.store.ids import check_id
 from hookagent.turns import Answer
 
@@ -119,9 +119,18 @@ def encode_input(msgs: MsgInput) -> list[Msg]:
     out = [Msg.user(m) if isinstance(m, str) else m for m in msgs]
     if not out or any(not isinstance(m, Msg) for m in out):
         raise InvalidCommand("input is one or more messages (str or Msg)")
-    if all(not m.content for m in out):
-        raise InvalidCommand("input holds no content")
+    if all(_blank(m) for m in out):
+        raise InvalidCommand("input holds no content (empty text)")
     return out
+
+
+def _blank(m: Msg) -> bool:
+    return all(isinstance(b, TextBlock) and not b.text.strip() for b in m.content)
+
+
+def input_docs(msgs: MsgInput) -> list[dict[str, Any]]:
+    """The input as the codec's message documents (what the inbox stores)."""
+    return [message_doc(m) for m in encode_input(msgs)]
 
 
 def decode_input(docs: Any) -> list[Msg]:
@@ -183,7 +192,7 @@ def digest(kind: str, payload: Mapping[str, Any]) -> str:
     """What the idempotency rule compares: the kind and the payload, with the messages'
     generated ids and timestamps left out (a resent text is the same command)."""
     doc = {"kind": kind, **payload}
-    if "input" in doc:
+    if doc.get("input"):
         doc["input"] = [_content_of(m) for m in doc["input"]]
     data = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(data).hexdigest()[:40]

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +25,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
-TOKENS = {"alice": "tok-alice-9f2c61", "bob": "tok-bob-77ad02"}
+TOKENS = {"alice": "tok-alice-9f2c61d0e4b7", "bob": "tok-bob-77ad02c5f19e"}
 AGENT = textwrap.dedent(
     """
     from hookagent import AgentConfig
@@ -106,6 +107,8 @@ def _listening(proc: subprocess.Popen[str]) -> str:
     for line in proc.stdout:  # the server prints its address once the socket is bound
         seen.append(line)
         if "listening on " in line:
+            # keep draining its output (a full pipe would block the server), for the report
+            threading.Thread(target=seen.extend, args=(proc.stdout,), daemon=True).start()
             return line.split("listening on ", 1)[1].strip()
     raise AssertionError("hookagent serve exited before listening:\n" + "".join(seen))
 
@@ -225,35 +228,59 @@ def test_watch_a_run_stream_and_interrupt_it(page: Page) -> None:
     expect(result).to_have_attribute("data-state", "interrupted")
     call = page.locator("#conversation .tool-call[data-tool=slow_count] pre")
     assert json.loads(call.inner_text()) == {"n": 20}
-    expect(page.locator("#runs li").first).to_have_attribute("data-status", "interrupted")
+    command = run_id.rsplit(".", 1)[0]
+    runs = page.locator("#runs li")  # newest first: the interrupt command, then the run
+    expect(runs).to_have_count(2)
+    expect(runs.nth(0)).to_contain_text("interrupt · completed")
+    expect(runs.nth(1)).to_have_attribute("data-command-id", command)
+    expect(runs.nth(1)).to_have_attribute("data-status", "interrupted")
 
 
 def test_answer_an_ask_from_the_page(page: Page) -> None:
     sign_in(page)
     open_session(page, "weather")
-    send(page, "What's the weather in Paris?")
-    expect(page.locator("#live-run")).to_have_attribute("data-status", "suspended")
-    ask = page.locator("#pending li.ask[data-tool=get_weather]")
-    expect(ask.locator(".prompt")).to_contain_text("get_weather")
-    assert json.loads(ask.locator("pre").inner_text()) == {"city": "Paris"}
+    live = page.locator("#live-run")
+    asks = page.locator("#pending li.ask[data-tool=get_weather]")
+    results = page.locator("#conversation .tool-result[data-tool=get_weather]")
 
-    ask.locator("button.approve").click()
-    expect(page.locator("#live-run")).to_have_attribute("data-status", "completed")
+    send(page, "What's the weather in Paris?")
+    expect(live).to_have_attribute("data-status", "suspended")
+    expect(asks.locator(".prompt")).to_contain_text("get_weather")
+    assert json.loads(asks.locator("pre").inner_text()) == {"city": "Paris"}
+    asks.locator("button.approve").first.click()  # Approve (once)
+    expect(live).to_have_attribute("data-status", "completed")
     expect(page.locator("#pending li")).to_have_count(0)
     expect(page.locator("#no-pending")).to_be_visible()
-    result = page.locator("#conversation .tool-result[data-tool=get_weather]")
-    expect(result).to_have_attribute("data-state", "success")
-    expect(result).to_contain_text("Paris:")
+    expect(results).to_have_count(1)
+    expect(results).to_have_attribute("data-state", "success")
+    expect(results).to_contain_text("Paris:")
     expect(page.locator("#conversation .msg").last).to_contain_text("get_weather says: Paris")
 
-    send(page, "And the weather in Rome?")  # a second ask, rejected with a reason
-    ask = page.locator("#pending li.ask[data-tool=get_weather]")
-    ask.locator("input").fill("no more weather today")
-    ask.locator("button.reject").click()
-    expect(page.locator("#live-run")).to_have_attribute("data-status", "completed")
-    denied = page.locator("#conversation .tool-result[data-tool=get_weather]").last
-    expect(denied).to_have_attribute("data-state", "denied")
-    expect(denied).to_contain_text("no more weather today")
+    send(page, "And the weather in Rome?")  # asked again: rejected with a reason
+    asks.locator("input").fill("no more weather today")
+    asks.locator("button.reject").click()
+    expect(live).to_have_attribute("data-status", "completed")
+    expect(results).to_have_count(2)
+    expect(results.last).to_have_attribute("data-state", "denied")
+    expect(results.last).to_contain_text("no more weather today")
+    permissions = page.locator("#sections [data-section=permission_context] pre")
+    expect(permissions).not_to_contain_text("get_weather")
+
+    send(page, "The weather in Oslo?")  # "Approve always": an allow rule in the section
+    asks.locator("button.always").click()
+    expect(live).to_have_attribute("data-status", "completed")
+    expect(results).to_have_count(3)
+    expect(results.last).to_have_attribute("data-state", "success")
+    expect(permissions).to_contain_text('"tool_name": "get_weather"')
+    rules = json.loads(permissions.inner_text())["allow_rules"]["get_weather"]
+    assert [(r["tool_name"], r["behavior"]) for r in rules] == [("get_weather", "allow")]
+
+    send(page, "Weather in Lima?")  # no question any more
+    expect(results).to_have_count(4)
+    expect(results.last).to_contain_text("Lima:")
+    expect(live).to_have_attribute("data-status", "completed")
+    expect(page.locator("#pending li")).to_have_count(0)
+    expect(page.locator("#notice")).to_be_hidden()
 
 
 def test_text_from_the_api_is_never_html(page: Page) -> None:

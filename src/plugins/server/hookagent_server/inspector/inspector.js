@@ -22,6 +22,7 @@ const ui = {
   watch: null, // {commandId, runId, controller, final}
   refreshTimer: null,
   generation: 0,
+  noticeFrom: null, // "refresh": cleared by the next good refresh
   cursor: null,
 };
 
@@ -48,7 +49,8 @@ function el(tag, props = {}, ...children) {
 const json = (value) => JSON.stringify(value, null, 2);
 const short = (text, n = 160) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
 
-function notice(message) {
+function notice(message, from = "action") {
+  ui.noticeFrom = message ? from : null;
   const box = $("notice");
   box.textContent = message || "";
   box.hidden = !message;
@@ -277,43 +279,47 @@ function scheduleRefresh() {
   ui.refreshTimer = setTimeout(() => refresh().catch((err) => notice(err.message)), 100);
 }
 
-// Re-reads the open session; an older refresh finishing late never overwrites a newer one.
+// Re-reads the open session. Each part renders on its own (one failing read leaves the
+// others current), and an older refresh finishing late never overwrites a newer one.
 async function refresh() {
   const sid = ui.session;
   if (!sid) return null;
   const generation = ++ui.generation;
-  const stale = () => ui.session !== sid || ui.generation !== generation;
-  let summary = null;
-  try {
-    summary = await api("GET", sessionPath(sid));
-  } catch (err) {
-    if (err.status !== 404) throw err; // a new session: nothing recorded yet
-  }
-  if (stale()) return summary;
-  if (!summary) {
-    $("session-summary").textContent = "A new session: send a message to start it.";
-    return null;
-  }
-  const [state, runs, pending] = await Promise.all([
+  const [summary, state, runs, pending] = await Promise.allSettled([
+    api("GET", sessionPath(sid)),
     api("GET", sessionPath(sid, "/state")),
     api("GET", sessionPath(sid, "/runs")),
     api("GET", sessionPath(sid, "/interactions")),
   ]);
-  if (stale()) return summary;
-  $("session-summary").textContent =
-    `${summary.messages} messages · ${summary.pending} pending · log seq ${summary.last_seq}` +
-    (summary.current ? ` · latest: ${summary.current.kind} ${summary.current.status}` : "");
-  renderConversation(state.sections.context || []);
-  renderSections(state.sections);
-  renderRuns(runs.runs);
-  renderPending(pending.interactions);
-  if (!ui.watch || ui.watch.final) {
-    const running = runs.runs.find((t) => t.status === "running" && t.run_id);
-    $("interrupt").disabled = !running;
-    $("interrupt").dataset.runId = running ? running.run_id : "";
+  if (ui.session !== sid || ui.generation !== generation) return null;
+  const failed = [summary, state, runs, pending]
+    .filter((r) => r.status === "rejected" && r.reason.status !== 404)
+    .map((r) => r.reason.message);
+  if (summary.status === "rejected" && summary.reason.status === 404) {
+    $("session-summary").textContent = "A new session: send a message to start it.";
+  } else if (summary.status === "fulfilled") {
+    const s = summary.value;
+    $("session-summary").textContent =
+      `${s.messages} messages · ${s.pending} pending · log seq ${s.last_seq}` +
+      (s.current ? ` · latest: ${s.current.kind} ${s.current.status}` : "");
+    markListed(sid);
   }
-  markListed(sid);
-  return summary;
+  if (state.status === "fulfilled") {
+    renderConversation(state.value.sections.context || []);
+    renderSections(state.value.sections);
+  }
+  if (runs.status === "fulfilled") {
+    renderRuns(runs.value.runs);
+    if (!ui.watch || ui.watch.final) {
+      const running = runs.value.runs.find((t) => t.status === "running" && t.run_id);
+      $("interrupt").disabled = !running;
+      $("interrupt").dataset.runId = running ? running.run_id : "";
+    }
+  }
+  if (pending.status === "fulfilled") renderPending(pending.value.interactions);
+  if (failed.length) notice(`Could not read the session: ${failed.join("; ")}`, "refresh");
+  else if (ui.noticeFrom === "refresh") notice("");
+  return summary.status === "fulfilled" ? summary.value : null;
 }
 
 function markListed(sid) {
@@ -422,14 +428,17 @@ function renderPending(items) {
       }
     };
     const approve = el("button", { type: "button", class: "approve" }, "Approve");
+    const always = el("button", { type: "button", class: "approve always", title: "approve, and allow this tool from now on" }, "Approve always");
     const reject = el("button", { type: "button", class: "reject" }, "Reject");
-    approve.addEventListener("click", answer(() => ({ kind: "approve", remember: false }), [approve, reject]));
-    reject.addEventListener("click", answer(() => ({ kind: "reject", reason: reason.value || "rejected from the inspector" }), [approve, reject]));
+    const buttons = [approve, always, reject];
+    approve.addEventListener("click", answer(() => ({ kind: "approve", remember: false }), buttons));
+    always.addEventListener("click", answer(() => ({ kind: "approve", remember: true }), buttons));
+    reject.addEventListener("click", answer(() => ({ kind: "reject", reason: reason.value || "rejected from the inspector" }), buttons));
     return el("li", { class: "ask", dataset: { requestId: item.tool_use_id, tool: item.tool } },
       el("p", { class: "prompt" }, item.prompt || `${item.tool}?`),
       el("div", { class: "muted" }, `${item.kind} · ${item.tool} · ${item.tool_use_id}`),
       el("pre", { class: "args" }, json(item.input ?? {})),
-      el("div", { class: "actions" }, approve, reject, reason));
+      el("div", { class: "actions" }, approve, always, reject, reason));
   }));
 }
 
@@ -459,6 +468,13 @@ function describe(data) {
   return short(JSON.stringify(p), 100);
 }
 
+function appendEvent(li) {
+  const list = $("live-events");
+  const atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+  list.append(li);
+  if (atEnd) list.scrollTop = list.scrollHeight; // follow the stream unless scrolled back
+}
+
 // Watches one command's run stream: SESSION_RUN_STARTED first, SESSION_TASK_FINAL last.
 function watchRun(commandId) {
   if (ui.watch && ui.watch.commandId === commandId && !ui.watch.final) return;
@@ -472,7 +488,7 @@ function watchRun(commandId) {
     if (name === "SESSION_TASK_FINAL") {
       watch.final = true;
       setLive(watch.runId, data.status, `${data.kind} ${commandId}`);
-      $("live-events").append(el("li", { dataset: { event: name } }, el("strong", {}, name), ` ${data.status}`,
+      appendEvent(el("li", { dataset: { event: name } }, el("strong", {}, name), ` ${data.status}`,
         data.generate_reason ? ` (${data.generate_reason})` : ""));
       scheduleRefresh();
       return "stop";
@@ -481,7 +497,7 @@ function watchRun(commandId) {
       watch.runId = data.run_id;
       setLive(data.run_id, "running", data.run_id);
     }
-    $("live-events").append(el("li", { dataset: { event: name, seq: data.seq } },
+    appendEvent(el("li", { dataset: { event: name, seq: data.seq } },
       el("span", { class: "muted" }, `#${data.seq} `), el("strong", {}, name), ` ${describe(data)}`));
     return undefined;
   }).catch((err) => {

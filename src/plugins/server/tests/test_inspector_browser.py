@@ -234,6 +234,7 @@ def test_watch_a_run_stream_and_interrupt_it(page: Page) -> None:
     expect(runs.nth(0)).to_contain_text("interrupt · completed")
     expect(runs.nth(1)).to_have_attribute("data-command-id", command)
     expect(runs.nth(1)).to_have_attribute("data-status", "interrupted")
+    expect(page.locator("#notice")).to_be_hidden()  # a read that failed mid-tool is cleared
 
 
 def test_answer_an_ask_from_the_page(page: Page) -> None:

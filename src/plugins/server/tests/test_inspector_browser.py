@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import hookagent_server
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -164,6 +165,27 @@ def open_session(page: Page, session: str) -> None:
 def send(page: Page, text: str) -> None:
     page.fill("#input", text)
     page.click("#send")
+
+
+def test_the_module_never_parses_data_as_html() -> None:
+    """The rule the page lives by, kept by a check of its source: no HTML sink at all."""
+    root = Path(hookagent_server.__file__).parent / "inspector"
+    source = (root / "inspector.js").read_text()
+    for sink in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        "createContextualFragment",
+        "DOMParser",
+        "srcdoc",
+    ):
+        assert sink not in source, sink
+    page = (root / "index.html").read_text()
+    assert "default-src 'none'; script-src 'self'" in page
+    assert "<script>" not in page and " on" + "click=" not in page  # no inline script
 
 
 def test_sign_in_lists_only_the_users_sessions(page: Page, server: Server) -> None:

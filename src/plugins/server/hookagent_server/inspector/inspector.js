@@ -557,6 +557,9 @@ $("open-session-form").addEventListener("submit", guard((event) => {
 $("refresh-sessions").addEventListener("click", guard(() => loadSessions(true)));
 $("more-sessions").addEventListener("click", guard(() => loadSessions(false)));
 $("composer").addEventListener("submit", guard(send));
+$("input").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("composer").requestSubmit();
+});
 $("interrupt").addEventListener("click", guard(interrupt));
 
 const saved = sessionStorage.getItem(TOKEN_KEY);

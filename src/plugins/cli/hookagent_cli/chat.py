@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from .answers import ask_in_chat, pending_of
 from .options import build_config, describe_store, slot
 from .printer import EventPrinter, ToolResultTap
+from .remote import add_server_options, chat_remote
 from .render import history_lines, show_state
 from .runner import CallRunner, Leave
 
@@ -35,9 +36,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history", type=int, default=6, metavar="N", help="show the last N messages on resume"
     )
+    add_server_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.server:
+        return chat_remote(args, read_line)
     user, session = slot(args)
     tap = ToolResultTap()
     config = build_config(args, plugins=[tap])

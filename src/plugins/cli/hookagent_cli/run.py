@@ -15,6 +15,7 @@ import sys
 from .answers import SUSPENDED_EXIT, add_answer_options, answers_from, describe, pending_of
 from .options import build_config, slot
 from .printer import EventPrinter, ToolResultTap
+from .remote import add_server_options, run_remote
 from .render import as_json
 from .runner import CallRunner, Leave
 
@@ -27,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--interrupt-message", default=None, help="user message recorded when Ctrl-C interrupts"
     )
     add_answer_options(parser)
+    add_server_options(parser)
     parser.set_defaults(run_parser=parser)
 
 
@@ -47,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         text = sys.stdin.read() if args.message == "-" else args.message
         if not text.strip():
             raise ValueError("the message is empty")
+    if args.server:
+        return run_remote(args, text, answers)
     tap = ToolResultTap()
     config = build_config(args, plugins=[tap])
     progress = io.StringIO() if args.quiet or args.json else sys.stderr

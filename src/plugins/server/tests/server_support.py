@@ -88,6 +88,7 @@ def scripted_config() -> AgentConfig:
         tools=[deploy, slow],
         plugins=[AskBeforeDeploy()],
         session_log=os.environ["TEST_SESSION_LOG"],
+        plugin_options={"session-log": {"lease_seconds": float(os.environ.get("LEASE", "3"))}},
     )
 
 

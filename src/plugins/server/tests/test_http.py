@@ -213,7 +213,11 @@ def test_sessions_list_summary_state_and_clear(server: Any) -> None:
 
 def test_authentication_and_bad_input_give_typed_errors(server: Any) -> None:
     client, _ = server
-    for headers in ({}, {"Authorization": "Bearer wrong-token-0000000000"}, {"Authorization": "Basic x"}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer wrong-token-0000000000"},
+        {"Authorization": "Basic x"},
+    ):
         r = client.get("/v1/me", headers=headers)
         assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
         assert r.json()["error"]["type"] == "Unauthenticated"

@@ -182,7 +182,7 @@ async def get_state(
     state = await session.host.agent.get_agent_state(session.user_id, session.session_id)
     doc = json.loads(state.to_json())
     everything = {name: doc.get(name) for name in STATE_SECTIONS}
-    everything.update(doc.get("extensions") or {})
+    everything.update({name: doc[name] for name in state.extensions})  # top-level keys
     names = section or list(everything)
     unknown = [n for n in names if n not in everything]
     if unknown:

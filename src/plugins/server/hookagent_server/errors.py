@@ -10,7 +10,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from hookagent.errors import HookagentError, InvalidIdentifier, LeaseHeld
+from hookagent.errors import (
+    HookagentError,
+    InvalidIdentifier,
+    LeaseHeld,
+    StoreUnavailable,
+    VersionConflict,
+)
 from hookagent_session import (
     CommandRejected,
     HostNotRunning,
@@ -19,6 +25,7 @@ from hookagent_session import (
     InvalidCommand,
     UnknownCommand,
 )
+from hookagent_session_log import AdminRefused, UncertainToolCalls
 from starlette.exceptions import HTTPException
 
 from .auth import AuthenticationFailed
@@ -42,7 +49,11 @@ STATUS_OF: tuple[tuple[type[BaseException], int], ...] = (
     (IdempotencyConflict, 409),
     (CommandRejected, 409),  # NotRunning, StaleRun
     (LeaseHeld, 409),
+    (UncertainToolCalls, 409),  # a crash mid-tool: hookagent log reconcile first
+    (AdminRefused, 409),
+    (VersionConflict, 409),
     (InboxBusy, 503),
+    (StoreUnavailable, 503),
     (HostNotRunning, 503),
 )
 HTTP_TYPES = {
@@ -81,6 +92,8 @@ def from_exception(exc: BaseException) -> JSONResponse | None:
             detail: Any = None
             if isinstance(exc, IdempotencyConflict):
                 detail = {"command_id": exc.command_id}
+            elif isinstance(exc, UncertainToolCalls):
+                detail = {"uncertain": [{"id": u.id, "name": u.name} for u in exc.uncertain]}
             name = "SessionBusy" if isinstance(exc, LeaseHeld) else type(exc).__name__
             if isinstance(exc, AuthenticationFailed):
                 name = "Unauthenticated"

@@ -90,12 +90,7 @@ async def cancel_run(
     if view.status in ("starting", "running") and view.run_id is not None:
         await session.interrupt(view.run_id, idempotency_key=idem)
         return _view(await session.task(command_id), 202)
-    cancel = getattr(session, "cancel", None)  # hookagent-session's queued-command cancel
-    if cancel is None:
-        raise ApiError(
-            409, "CommandRejected", "this hookagent-session cannot withdraw a queued command"
-        )
-    return _view(await cancel(command_id, idempotency_key=idem), 202)
+    return _view(await session.cancel(command_id), 202)  # queued: withdrawn, never runs
 
 
 @runs.post("/interrupt", tags=["runs"], **ACCEPTED)

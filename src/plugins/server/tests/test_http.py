@@ -139,6 +139,29 @@ def test_a_stale_interrupt_is_refused(server: Any) -> None:
     assert final(client, "stale", cid)["status"] == "completed"
 
 
+def test_cancel_withdraws_a_queued_run_and_interrupts_a_running_one(server: Any) -> None:
+    client, model = server
+    model.release.clear()
+    try:
+        first = submit(client, "cancel", "busy")["command_id"]
+        wait_status(
+            client, f"/v1/sessions/cancel/runs/{first}", A, lambda v: v["status"] == "running"
+        )
+        queued = submit(client, "cancel", "never")["command_id"]
+        r = client.post(f"/v1/sessions/cancel/runs/{queued}/cancel", json={}, headers=A)
+        assert r.status_code == 202, r.text
+        assert r.json()["status"] == "rejected" and r.json()["error_type"] == "Cancelled"
+        r = client.post(f"/v1/sessions/cancel/runs/{first}/cancel", json={}, headers=A)
+        assert r.status_code == 202, r.text
+    finally:
+        model.release.set()
+    assert final(client, "cancel", first)["status"] == "interrupted"
+    ended = client.post(f"/v1/sessions/cancel/runs/{queued}/cancel", json={}, headers=A)
+    assert ended.status_code == 409 and ended.json()["error"]["type"] == "CommandRejected"
+    state = client.get("/v1/sessions/cancel/state?section=context", headers=A).json()
+    assert "never" not in str(state["sections"]["context"])  # it never reached the history
+
+
 def test_a_question_is_listed_and_answered(server: Any) -> None:
     client, _ = server
     cid = submit(client, "ask", "deploy prod")["command_id"]

@@ -22,7 +22,15 @@ from hookagent.sessionlog import LogEvent, SessionLog
 from hookagent.store.ids import check_id
 from hookagent_session_log import LogBackedStore
 
-from .errors import IdempotencyConflict, InvalidCommand, NotRunning, StaleRun, WaitTimeout
+from .errors import (
+    CommandRejected,
+    IdempotencyConflict,
+    InvalidCommand,
+    NotRunning,
+    StaleRun,
+    UnknownCommand,
+    WaitTimeout,
+)
 from .fold import COMMAND, InboxState
 from .inbox import Inbox, inbox_session
 from .live import LiveRuns
@@ -171,6 +179,36 @@ class Core:
         slot.notify()
         self.ensure_driver(slot)
         return state.view(cid)
+
+    async def cancel(self, session: AgentSession, command_id: str) -> TaskView:
+        """Withdraw a queued command: it ends ``rejected`` (``error_type`` ``Cancelled``) and
+        never runs; cancelling it again answers the same. Decided under the inbox's append lease, so a dispatcher's claim and a cancel
+        never both win: the one recorded first does."""
+        u, s = session.user_id, session.session_id
+        inbox_session(s)
+
+        def decide(state: InboxState) -> list[LogEvent]:
+            entry = state.entries.get(command_id)
+            if entry is None:
+                raise UnknownCommand(f"user_id={u!r} session_id={s!r}: no command {command_id!r}")
+            if entry.status == "rejected" and entry.error_type == "Cancelled":
+                return []  # cancelled already: the same answer again
+            if entry.status != "queued":
+                raise CommandRejected(
+                    f"command {command_id!r} is {entry.status}: only a queued command can be "
+                    "cancelled (interrupt a running one)"
+                )
+            from .driver import status_event
+
+            return [
+                status_event(
+                    command_id, "rejected", error="cancelled before it ran", error_type="Cancelled"
+                )
+            ]
+
+        state = await self.inbox.append(u, s, decide)
+        self.slot(u, s).notify()
+        return state.view(command_id)
 
     async def state(self, user_id: str, session_id: str) -> InboxState:
         inbox_session(session_id)

@@ -98,6 +98,13 @@ class AgentSession:
         payload = {"expected_run_id": expected_run_id}
         return await self.host._submit(self, "interrupt", payload, idempotency_key)
 
+    async def cancel(self, command_id: str) -> TaskView:
+        """Withdraw a queued command before it runs (it ends ``rejected`` with
+        ``error_type == "Cancelled"``; again: the same view). ``CommandRejected`` once it started or ended (``interrupt`` a
+        running one), ``UnknownCommand`` for an id this session never had."""
+        view: TaskView = await self.host._require().cancel(self, command_id)
+        return view
+
     # ------------------------------------------------------------------ views
     async def task(self, command_id: str) -> TaskView:
         """The command's current view (``UnknownCommand`` if the inbox has no such id)."""
@@ -164,6 +171,9 @@ class AgentSession:
         self, expected_run_id: str | None = None, *, idempotency_key: str | None = None
     ) -> TaskView:
         return self.host._sync(self.interrupt, expected_run_id, idempotency_key=idempotency_key)
+
+    def cancel_sync(self, command_id: str) -> TaskView:
+        return self.host._sync(self.cancel, command_id)
 
     def task_sync(self, command_id: str) -> TaskView:
         return self.host._sync(self.task, command_id)

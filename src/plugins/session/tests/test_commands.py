@@ -380,3 +380,28 @@ async def test_a_busy_session_log_delays_the_run_without_losing_or_repeating_it(
     stopped = await session.wait(stuck.command_id, timeout=10)
     assert stopped.status == "interrupted" and env["model"].calls == 1
     await log.release(held)
+
+
+async def test_a_queued_command_is_cancelled_and_never_runs(env: dict[str, Any]) -> None:
+    from hookagent_session import CommandRejected, UnknownCommand
+
+    session: AgentSession = env["session"]
+    model: GatedModel = env["model"]
+    model.block()
+    running = await session.submit("first", idempotency_key="c1")
+    queued = await session.submit("second", idempotency_key="c2")
+    await eventually(lambda: model.calls == 1)
+    cancelled = await session.cancel(queued.command_id)
+    assert cancelled.status == "rejected" and cancelled.error_type == "Cancelled"
+    assert (await session.cancel(queued.command_id)).seq == cancelled.seq  # the same answer
+    with pytest.raises(CommandRejected, match="running"):
+        await session.cancel(running.command_id)
+    with pytest.raises(UnknownCommand):
+        await session.cancel("cmd-nope")
+    model.release()
+    done = await session.wait(running.command_id, timeout=10)
+    assert done.status == "completed"
+    third = await session.submit("third", idempotency_key="c3")
+    assert (await session.wait(third.command_id, timeout=10)).status == "completed"
+    assert "second" not in model.seen  # the cancelled input never reached the model
+    assert (await session.task(queued.command_id)).status == "rejected"

@@ -37,7 +37,10 @@ def test_plugins_lists_hooks_and_reports_the_broken_one(hk, env_with_broken, cli
     assert "cli                hookagent-cli 0.1.0" in out
     assert "hooks: hookagent_add_hookspecs, hookagent_register_cli_commands" in out
     assert "model-demo         hookagent-model-demo 0.1.0" in out
-    assert "hooks: hookagent_default_state_store, hookagent_register_state_stores" in out
+    assert (
+        "hooks: hookagent_default_state_store, hookagent_register_session_logs, "
+        "hookagent_register_state_stores" in out
+    )
     assert (
         "FAILED: broken-demo (hookagent-broken-demo 0.0.1, hookagent_broken_demo): "
         "RuntimeError: this plugin is broken on purpose"

@@ -48,15 +48,22 @@ BACKENDS = {
 BLOCK = 50
 
 
+DURABILITY = os.environ.get("HOOKAGENT_BENCH_DURABILITY", "dispatch")
+
+
 def config_for(mode: str, url: str) -> Any:
     from hookagent_session_log import plugin
 
     if mode == "legacy":
         return make_config(url)
+    options = {"session-log": {"durability": DURABILITY}}
     from hookagent import InMemoryAgentStateStore  # never consulted: the log is the authority
 
     return make_config(
-        InMemoryAgentStateStore(), session_log=url, plugins=[*store_plugins(), plugin]
+        InMemoryAgentStateStore(),
+        session_log=url,
+        plugins=[*store_plugins(), plugin],
+        plugin_options=options,
     )
 
 
@@ -179,9 +186,13 @@ def main() -> None:
     ap.add_argument("--w3-reps", type=int, default=3)
     ap.add_argument("--session", default="w1-log")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--durability", choices=("dispatch", "tools"), default="dispatch")
     ap.add_argument("--w3-child", choices=("legacy", "log"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    os.environ["HOOKAGENT_BENCH_DURABILITY"] = args.durability  # the W3 children too
+    global DURABILITY
+    DURABILITY = args.durability
     if args.w3_child:
         asyncio.run(w3_child(args.w3_child, args.backend[0], args.session, args.n))
         return

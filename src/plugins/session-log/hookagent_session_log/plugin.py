@@ -184,9 +184,7 @@ async def record_model(
     else:
         dispatch = c.event(c.MODEL_DISPATCH, payload, run_id=rec.run_id, turn_id=rec.turn_id)
         await rec.flush(ctx.agent_state, [dispatch])
-    response = await call_next(request)
-    rec.note(c.MODEL_END, {"message_id": response.message.id})
-    return response
+    return await call_next(request)  # its message is the next message/appended fact
 
 
 async def record_tool(

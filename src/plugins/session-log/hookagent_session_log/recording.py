@@ -1,6 +1,6 @@
 """One writer's recording: what it committed, what it will commit next, its lease.
 
-Every flush commits, in order, the events waiting (``run/started``, ``model/end``), the
+Every flush commits, in order, the events waiting (``run/started``, a step's last tool outcome), the
 messages appended since the last flush (or one ``context/replaced`` when the history was
 rewritten), a ``state/checkpoint`` when the state without its history changed, and the
 flush's own events (``model/dispatch``, ``tool/dispatch``, ...). A flush is one commit, so

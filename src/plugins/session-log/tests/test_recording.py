@@ -27,13 +27,11 @@ async def test_a_run_with_a_tool_is_recorded_fact_by_fact(log: InMemorySessionLo
         "message/appended",  # the input
         "state/checkpoint",  # the first flush: no checkpoint yet
         "model/dispatch",
-        "model/end",
         "message/appended",  # the assistant's tool call
         "tool/dispatch",
         "tool/result",
         "message/appended",  # the tool results
         "model/dispatch",
-        "model/end",
         "message/appended",  # the reply
         "run/finished",
     ]
@@ -54,7 +52,6 @@ async def test_a_second_call_writes_only_what_it_added(log: InMemorySessionLog) 
         "run/started",
         "message/appended",
         "model/dispatch",
-        "model/end",
         "message/appended",
         "run/finished",
     ]  # no checkpoint (nothing but the history changed), no history re-written

@@ -106,6 +106,7 @@ def test_a_preset_registered_twice_names_both_plugins(pm) -> None:  # type: igno
     pm.register(_preset_plugin("hookagent_a", "same"), name="a-plugin")
     pm.register(_preset_plugin("hookagent_b", "same"), name="b-plugin")
     with pytest.raises(
-        HookContractError, match=r"'same' is registered twice: by '[ab]-plugin' and by '[ab]-plugin'"
+        HookContractError,
+        match=r"'same' is registered twice: by '[ab]-plugin' and by '[ab]-plugin'",
     ):
         presets(pm)

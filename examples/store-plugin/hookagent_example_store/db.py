@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -65,7 +66,7 @@ class Database:
         )
         try:
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+                _use_wal(conn, self.busy_timeout)  # readers do not block the writer
             conn.execute("PRAGMA synchronous=FULL")  # a committed save survives power loss
             with transaction(conn, immediate=True):
                 found = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -137,3 +138,18 @@ def translate(exc: sqlite3.Error, path: str) -> SessionStoreError:
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return StoreUnavailable(f"{where} stayed locked by another writer: {exc}")
     return StoreUnavailable(f"{where} failed: {type(exc).__name__}: {exc}")
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch to WAL. SQLite does not call its busy handler for this change, so two
+    handles opening a new file at once can see "database is locked": wait and retry for up
+    to the busy timeout (once the file is in WAL mode the pragma takes no lock)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

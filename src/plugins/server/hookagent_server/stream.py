@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 from hookagent.sessionlog import LogEvent
 from hookagent_session import AgentSession, TaskView
+from hookagent_session_log.admin import event_json  # the one JSON form of an event
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -23,20 +24,7 @@ KEEP_ALIVE = 15.0
 STATUS_POLL = 0.25
 """How often a run stream re-reads its command's status (to end when it is final)."""
 LIVE = frozenset({"queued", "starting", "running"})
-
-
-def event_json(e: LogEvent) -> dict[str, Any]:
-    return {
-        "seq": e.seq,
-        "type": e.type,
-        "event_id": e.event_id,
-        "occurred_at": e.occurred_at,
-        "run_id": e.run_id,
-        "turn_id": e.turn_id,
-        "required": e.required,
-        "schema_version": e.schema_version,
-        "payload": dict(e.payload),
-    }
+__all__ = ["KEEP_ALIVE", "LIVE", "STATUS_POLL", "event_json", "sse_name"]
 
 
 def sse_name(log_type: str) -> str:

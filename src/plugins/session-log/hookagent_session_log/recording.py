@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import attrs
 import orjson
-from hookagent import AgentState
+from hookagent import AgentState, ToolResultBlock
 from hookagent.codec import state_to_dict
 from hookagent.messages import new_id
 from hookagent.sessionlog import CHECKPOINT, LogEvent, LogWriter, SessionLog
@@ -75,7 +75,7 @@ class Recording:
     ) -> None:
         proj, run, turn = self.projection, self.run_id, self.turn_id
         history = state.context
-        events = list(self.pending)
+        events = self._waiting(history)
         live: list[Any] = [None] * len(events)  # the Msg behind each message event
         base = proj.base
         replaced = history.unchanged_prefix < self.flushed
@@ -116,6 +116,20 @@ class Recording:
         history.mark_committed()
         if finish:
             self.finished = True
+
+    def _waiting(self, history: Any) -> list[LogEvent]:
+        """The events waiting, less a ``tool/result`` whose result a message of this very
+        commit holds (the step's tool message): the fact is written once, not twice."""
+        if not any(e.type == c.TOOL_RESULT for e in self.pending):
+            return list(self.pending)
+        held = {
+            b.id
+            for m in history[self.flushed :]
+            if m.role == "tool"
+            for b in m.content
+            if isinstance(b, ToolResultBlock)
+        }
+        return [e for e in self.pending if e.type != c.TOOL_RESULT or e.payload["id"] not in held]
 
     async def renew(self) -> None:
         """Extend the lease now (the heartbeat thread schedules this on the run's loop)."""

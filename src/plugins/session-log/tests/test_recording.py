@@ -29,8 +29,7 @@ async def test_a_run_with_a_tool_is_recorded_fact_by_fact(log: InMemorySessionLo
         "model/dispatch",
         "message/appended",  # the assistant's tool call
         "tool/dispatch",
-        "tool/result",
-        "message/appended",  # the tool results
+        "message/appended",  # the tool results (the outcome rode this commit: no tool/result)
         "model/dispatch",
         "message/appended",  # the reply
         "run/finished",

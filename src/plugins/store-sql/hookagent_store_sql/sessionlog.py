@@ -19,10 +19,8 @@ from typing import Any
 
 import attrs
 from hookagent.errors import LogCorrupt, StoreConfigurationError, StoreUnavailable
-from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
-from hookagent.sessionlog.batch import decode_batch
+from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter
 from hookagent.sessionlog.rules import (
-    check_after,
     check_batch_id,
     check_holds,
     check_lease,
@@ -33,7 +31,7 @@ from hookagent.sessionlog.rules import (
     plan_acquire,
     plan_commit,
 )
-from hookagent.store.ids import check_cursor, check_id, check_page_limit, slot_name
+from hookagent.store.ids import slot_name
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -43,6 +41,7 @@ from .errors import TRANSLATED, is_duplicate
 from .log_fast import MAX_SEQ, FastStatements, checkpoint_in, head_of
 from .log_fast import run as run_fast
 from .log_queries import HEAD_COLUMNS, LogQueries
+from .log_reads import LogReads, _head
 from .log_schema import LogTables, id_hash
 from .migrations import check_migrations, flavor_of, migrate
 from .queries import RetryTransaction
@@ -52,18 +51,11 @@ from .save import new_generation
 from .sqlite import database_key, maybe_lock
 
 
-def _head(row: Row[Any] | None) -> LogHead:
-    if row is None:
-        return LogHead()
-    seq, epoch, owner, lease, commit_id, checkpoint = (row._mapping[n] for n in HEAD_COLUMNS)
-    return LogHead(int(seq), int(epoch), owner, float(lease), commit_id, int(checkpoint))
-
-
 def _values(head: LogHead, rev: int) -> dict[str, Any]:
     return {**{n: getattr(head, n) for n in HEAD_COLUMNS}, "rev": rev}
 
 
-class SqlSessionLog:
+class SqlSessionLog(LogReads):
     """The SQL session log; options as ``SQLAgentStateStore``'s (URL or ``AsyncEngine``,
     ``table_prefix``, ``schema``, ``auto_migrate``, SQLite and retry options) plus ``clock``:
     None (the database's clock; the host's on SQLite) or a callable giving seconds."""
@@ -275,13 +267,6 @@ class SqlSessionLog:
 
     # ------------------------------------------------------------------ the lease
 
-    async def head(self, user_id: str, session_id: str) -> LogHead:
-        check_session(user_id, session_id)
-        q = await self._ready()
-        params = {"u": user_id, "s": session_id}
-        what = self._what("head", user_id, session_id)
-        return await self._retry.read(what, lambda c: _head(c.execute(q.head, params).first()))
-
     async def acquire(
         self, user_id: str, session_id: str, owner: str, lease_seconds: float
     ) -> LogWriter:
@@ -370,14 +355,6 @@ class SqlSessionLog:
 
         await self._retry.write(self._what("seal", user_id, session_id), op)
 
-    async def is_sealed(self, user_id: str, session_id: str, owner: str) -> bool:
-        check_session(user_id, session_id)
-        check_owner(owner)
-        q = await self._ready()
-        params = {"u": user_id, "s": session_id, "oh": id_hash(owner), "o": owner}
-        what = self._what("is_sealed", user_id, session_id)
-        return await self._retry.read(what, lambda c: bool(c.execute(q.is_sealed, params).scalar()))
-
     # ------------------------------------------------------------------ the log
 
     async def commit(
@@ -442,50 +419,6 @@ class SqlSessionLog:
             return CommitResult(plan.first_seq, plan.last_seq, plan.head)
 
         return await self._retry.write(what, op)
-
-    async def read_after(
-        self, user_id: str, session_id: str, seq: int, limit: int | None = None
-    ) -> list[LogEvent]:
-        check_session(user_id, session_id)
-        check_after(seq, limit)
-        q = await self._ready()
-        stmt, params = q.read(limit), {"u": user_id, "s": session_id, "after": seq}
-        what = self._what("read_after", user_id, session_id)
-        rows = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
-        if not rows:
-            return []
-        head = int(rows[0].seq)
-        where = slot_name(user_id, session_id, "log")
-        out: list[LogEvent] = []
-        picked = [r for r in rows if r.first_seq is not None]
-        expect = min(int(picked[0].first_seq), seq + 1) if picked else seq + 1
-        for r in picked:
-            if r.first_seq != expect:
-                raise LogCorrupt(f"{where}: seqs {expect}..{r.first_seq - 1} are missing")
-            expect = int(r.last_seq) + 1
-            for e in decode_batch(bytes(r.data), int(r.first_seq), where=where):
-                if seq < e.seq <= head:
-                    out.append(e)
-                    if limit is not None and len(out) >= limit:
-                        return out
-        short = limit is None or len(out) < limit
-        if short and head > seq and (not out or out[-1].seq != head):
-            raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
-        return out
-
-    async def list_session_ids(
-        self, user_id: str, *, limit: int = 100, cursor: str | None = None
-    ) -> SessionPage:
-        check_id(user_id, "user_id", allow_empty=True)
-        check_page_limit(limit)
-        check_cursor(cursor)
-        q = await self._ready()
-        stmt, params = q.list_sessions(cursor, limit + 1), {"u": user_id, "cursor": cursor}
-        ids = await self._retry.read(
-            "log list_session_ids", lambda c: [r[0] for r in c.execute(stmt, params)]
-        )
-        page = ids[:limit]
-        return SessionPage(tuple(page), page[-1] if len(ids) > limit else None)
 
     async def delete(self, user_id: str, session_id: str) -> bool:
         check_session(user_id, session_id)

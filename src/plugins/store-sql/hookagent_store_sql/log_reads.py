@@ -1,0 +1,99 @@
+"""The read side of ``SqlSessionLog``: one statement each, no lock taken.
+
+``read_after`` never returns an event past the head it read in the same statement, and
+fails closed (``LogCorrupt``) on a gap or on a head whose commit row is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookagent.errors import LogCorrupt
+from hookagent.sessionlog import LogEvent, LogHead, SessionPage
+from hookagent.sessionlog.batch import decode_batch
+from hookagent.sessionlog.rules import check_after, check_owner, check_session
+from hookagent.store.ids import check_cursor, check_id, check_page_limit, slot_name
+from sqlalchemy.engine import Row
+
+from .log_queries import HEAD_COLUMNS, LogQueries
+from .log_schema import id_hash
+from .retry import Retrying
+
+
+def _head(row: Row[Any] | None) -> LogHead:
+    if row is None:
+        return LogHead()
+    seq, epoch, owner, lease, commit_id, checkpoint = (row._mapping[n] for n in HEAD_COLUMNS)
+    return LogHead(int(seq), int(epoch), owner, float(lease), commit_id, int(checkpoint))
+
+
+class LogReads:
+    """Mixed into ``SqlSessionLog``, which provides ``_ready``, ``_retry`` and ``_what``."""
+
+    _retry: Retrying
+
+    async def _ready(self) -> LogQueries:
+        raise NotImplementedError
+
+    @staticmethod
+    def _what(op: str, user_id: str, session_id: str) -> str:
+        return f"log {op} {slot_name(user_id, session_id, 'log')}"
+
+    async def head(self, user_id: str, session_id: str) -> LogHead:
+        check_session(user_id, session_id)
+        q = await self._ready()
+        params = {"u": user_id, "s": session_id}
+        what = self._what("head", user_id, session_id)
+        return await self._retry.read(what, lambda c: _head(c.execute(q.head, params).first()))
+
+    async def is_sealed(self, user_id: str, session_id: str, owner: str) -> bool:
+        check_session(user_id, session_id)
+        check_owner(owner)
+        q = await self._ready()
+        params = {"u": user_id, "s": session_id, "oh": id_hash(owner), "o": owner}
+        what = self._what("is_sealed", user_id, session_id)
+        return await self._retry.read(what, lambda c: bool(c.execute(q.is_sealed, params).scalar()))
+
+    async def read_after(
+        self, user_id: str, session_id: str, seq: int, limit: int | None = None
+    ) -> list[LogEvent]:
+        check_session(user_id, session_id)
+        check_after(seq, limit)
+        q = await self._ready()
+        stmt, params = q.read(limit), {"u": user_id, "s": session_id, "after": seq}
+        what = self._what("read_after", user_id, session_id)
+        rows = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
+        if not rows:
+            return []
+        head = int(rows[0].seq)
+        where = slot_name(user_id, session_id, "log")
+        out: list[LogEvent] = []
+        picked = [r for r in rows if r.first_seq is not None]
+        expect = min(int(picked[0].first_seq), seq + 1) if picked else seq + 1
+        for r in picked:
+            if r.first_seq != expect:
+                raise LogCorrupt(f"{where}: seqs {expect}..{r.first_seq - 1} are missing")
+            expect = int(r.last_seq) + 1
+            for e in decode_batch(bytes(r.data), int(r.first_seq), where=where):
+                if seq < e.seq <= head:
+                    out.append(e)
+                    if limit is not None and len(out) >= limit:
+                        return out
+        short = limit is None or len(out) < limit
+        if short and head > seq and (not out or out[-1].seq != head):
+            raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
+        return out
+
+    async def list_session_ids(
+        self, user_id: str, *, limit: int = 100, cursor: str | None = None
+    ) -> SessionPage:
+        check_id(user_id, "user_id", allow_empty=True)
+        check_page_limit(limit)
+        check_cursor(cursor)
+        q = await self._ready()
+        stmt, params = q.list_sessions(cursor, limit + 1), {"u": user_id, "cursor": cursor}
+        ids = await self._retry.read(
+            "log list_session_ids", lambda c: [r[0] for r in c.execute(stmt, params)]
+        )
+        page = ids[:limit]
+        return SessionPage(tuple(page), page[-1] if len(ids) > limit else None)

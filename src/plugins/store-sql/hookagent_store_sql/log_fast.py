@@ -110,8 +110,10 @@ sealed AS (
     {self._common}
       AND h.epoch = CAST(:epoch AS BIGINT) AND h.owner = :o
       AND h.seq = CAST(:expected AS BIGINT) AND h.lease_until > n.t
-      AND NOT EXISTS (SELECT 1 FROM {self._commits} c WHERE c.user_id = :u
-                      AND c.session_id = :s AND c.first_seq > CAST(:expected AS BIGINT))
+      AND COALESCE((SELECT max(c.first_seq) FROM {self._commits} c WHERE c.user_id = :u
+                    AND c.session_id = :s), 0) <= CAST(:expected AS BIGINT)
+      -- max(): a backward step on the primary key; "NOT EXISTS first_seq > :expected"
+      -- let the planner pick the batch index and filter every commit (O(history))
       AND NOT EXISTS (SELECT 1 FROM {self._commits} c WHERE c.user_id = :u
                       AND c.session_id = :s AND c.batch_hash = :bh)
     {RETURNING}

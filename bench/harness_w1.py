@@ -82,6 +82,11 @@ def harness_plugins() -> list[Any]:
     return [ep.load() for ep in md.entry_points(group="hookagent") if ep.name in HARNESS_PLUGINS]
 
 
+COUNT_TOKENS = os.environ.get("HARNESS_BENCH_COUNT_TOKENS", "1") != "0"
+"""The largest request in tokens is measured by counting every request: the bench's own
+work inside the timed call (``HARNESS_BENCH_COUNT_TOKENS=0`` or ``--no-count`` leaves it out)."""
+
+
 def med(xs: list[float]) -> float | None:
     return round(statistics.median(xs) * 1000, 3) if xs else None
 
@@ -129,7 +134,7 @@ async def run(kind: str, store: str, calls: int) -> dict[str, Any]:
     model, observed = Recording(), Compactions()
     config = configure(kind, store, model, observed, root)
     kernel = config.kernel
-    if kind == "harness":  # counts are cached per message object: cheap on a bounded history
+    if kind == "harness" and COUNT_TOKENS:  # cached per message object: cheap when bounded
         # (the bare kernel's run is not counted: a reloaded 4,000-message history is new objects
         # every call, and counting it would be the bench's own O(history) cost, not the kernel's)
         model.count = lambda request: kernel.count_tokens(request.messages, request.system)
@@ -160,7 +165,9 @@ async def run(kind: str, store: str, calls: int) -> dict[str, Any]:
         "cpu_median_ms": windows(cpu),
         "last_over_first": round(last / first, 2) if first and last else None,
         "max_request_messages": max_messages,
-        "max_request_tokens": max(t for _, t in model.sizes) if kind == "harness" else None,
+        "max_request_tokens": (
+            max(t for _, t in model.sizes) if kind == "harness" and COUNT_TOKENS else None
+        ),
         "messages_bound": TRIGGER + PER_CALL,
         "messages_bound_held": kind == "kernel" or max_messages < TRIGGER + PER_CALL,
         "compactions": len(observed.finished),
@@ -175,7 +182,12 @@ def main() -> None:
     parser.add_argument("--stores", default="file,redis,postgresql")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--no-count", action="store_true", help="do not count request tokens (the bench's own cost)"
+    )
     args = parser.parse_args()
+    global COUNT_TOKENS
+    COUNT_TOKENS = COUNT_TOKENS and not args.no_count
     results = []
     for name in args.stores.split(","):
         pair = {}

@@ -81,7 +81,7 @@ def summary(e: LogEvent) -> str:
             if isinstance(b, dict) and b.get("type") == "tool_use"
         ]
         results = [
-            f"{b.get('name')}:{b.get('state')}"
+            f"{b.get('name')}:{b.get('state', 'success')}"
             for b in m.get("content", [])
             if isinstance(b, dict) and b.get("type") == "tool_result"
         ]
@@ -97,7 +97,7 @@ def summary(e: LogEvent) -> str:
         return f"{p.get('name')} ({p.get('id')})"
     if e.type == c.TOOL_RESULT:
         m = p.get("m", {}).get("content", [{}])[0]
-        return f"{m.get('name')} ({p.get('id')}) {m.get('state')}"
+        return f"{m.get('name')} ({p.get('id')}) {m.get('state', 'success')}"
     if e.type == "state/checkpoint":
         return f"history={p.get('history')} base={p.get('base')}"
     if e.type == c.REPLACED:

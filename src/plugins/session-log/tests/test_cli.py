@@ -34,6 +34,7 @@ def test_run_in_event_log_mode_then_read_export_fork_and_migrate(tmp_path: Path)
     lines = shown.stdout.splitlines()
     assert "run/started" in lines[0] and "run/finished" in lines[-1]
     assert any("tool/dispatch" in line and "get_weather" in line for line in lines)
+    assert any("results get_weather:success" in line for line in lines)  # the default state
     assert sum("run/started" in line for line in lines) == 2
     events = [json.loads(x) for x in hk(env, "log", "show", *slot, "--json").stdout.splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))

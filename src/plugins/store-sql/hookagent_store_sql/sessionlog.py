@@ -43,12 +43,13 @@ from .log_fast import run as run_fast
 from .log_queries import HEAD_COLUMNS, LogQueries
 from .log_reads import LogReads, _head
 from .log_schema import LogTables, id_hash
-from .migrations import check_migrations, flavor_of, migrate
+from .migrations import flavor_of
+from .prepare import prepare_schema
 from .queries import RetryTransaction
 from .retry import Retrying
 from .runner import AsyncRunner, ThreadRunner
 from .save import new_generation
-from .sqlite import database_key, maybe_lock
+from .sqlite import database_key
 
 
 def _values(head: LogHead, rev: int) -> dict[str, Any]:
@@ -165,20 +166,15 @@ class SqlSessionLog(LogReads):
         return self._q
 
     async def _prepare(self) -> None:
-        kw = {"table_prefix": self._names.prefix, "schema": self._names.schema}
-        if self._backend == "sqlite":
-            async with self._engine.connect() as conn:
-                mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
-                if str(mode).lower() != "wal":
-                    await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
-        async with maybe_lock(self._sqlite_key):
-            status = await (migrate if self._auto_migrate else check_migrations)(self._engine, **kw)
-        if not status.up_to_date:
-            raise StoreConfigurationError(
-                f"the SQL session log's schema is at version {status.current}, this plugin "
-                f"needs {status.latest}: run `python -m hookagent_store_sql migrate URL` "
-                "(or open the log with auto_migrate=True)"
-            )
+        await prepare_schema(
+            self._engine,
+            self._backend,
+            self._names,
+            self._sqlite_key,
+            auto_migrate=self._auto_migrate,
+            what="the SQL session log",
+            opened_with="open the log with auto_migrate=True",
+        )
         prep = self._engine.dialect.identifier_preparer
         if self._backend == "postgresql":
             self._fast = FastStatements(self.tables, prep, clock=self._clock is None)

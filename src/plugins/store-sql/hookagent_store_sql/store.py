@@ -53,14 +53,15 @@ from .cache import CachedSlot, SlotCache
 from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine, split_url
 from .direct import direct_save
 from .errors import TRANSLATED
-from .migrations import check_migrations, flavor_of, migrate
+from .migrations import flavor_of
 from .pg_direct import PgDirect, usable
+from .prepare import prepare_schema
 from .queries import Queries
 from .retry import Retrying
 from .runner import AsyncRunner, ThreadRunner
 from .save import SavePlan
 from .schema import Tables, slot_hash
-from .sqlite import database_key, maybe_lock
+from .sqlite import database_key
 from .sqlite_direct import SqliteDirect
 
 
@@ -185,20 +186,15 @@ class SQLAgentStateStore:
         return self._q
 
     async def _prepare(self) -> None:
-        kw = {"table_prefix": self._names.prefix, "schema": self._names.schema}
-        if self._backend == "sqlite":
-            async with self._engine.connect() as conn:
-                mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
-                if str(mode).lower() != "wal":
-                    await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
-        async with maybe_lock(self._sqlite_key):
-            status = await (migrate if self._auto_migrate else check_migrations)(self._engine, **kw)
-        if not status.up_to_date:
-            raise StoreConfigurationError(
-                f"the SQL store's schema is at version {status.current}, this plugin needs "
-                f"{status.latest}: run `python -m hookagent_store_sql migrate URL` "
-                "(or create the store with auto_migrate=True)"
-            )
+        await prepare_schema(
+            self._engine,
+            self._backend,
+            self._names,
+            self._sqlite_key,
+            auto_migrate=self._auto_migrate,
+            what="the SQL store",
+            opened_with="create the store with auto_migrate=True",
+        )
         tables = Tables(self._names, flavor_of(self._engine.dialect))
         self._q = Queries(tables, self._backend)
         if not self._direct_path:

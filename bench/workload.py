@@ -297,6 +297,7 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma list of w1,w2,build to skip")
     ap.add_argument("--json", help="write the results here (default bench/results/<store>.json)")
     ap.add_argument("--label", help="name of the result (default: the store's scheme)")
+    ap.add_argument("--times", help="write W1's per-call ms here (default results/<label>.w1times.json)")
     ap.add_argument("--w3-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--profile", help="with --w3-child: write a cProfile of the cold call here")
@@ -324,7 +325,7 @@ def main() -> None:
     if "w1" not in skip:
         w1, times = asyncio.run(run_w1(a.store, a.w1_calls, a.w1_budget))
         out["w1"] = w1
-        times_path = RESULTS / f"{label}.w1times.json"
+        times_path = Path(a.times) if a.times else RESULTS / f"{label}.w1times.json"
         times_path.write_text(json.dumps([round(t * 1000, 3) for t in times]))
         print(f"[{label}] W1 {json.dumps(w1)}", flush=True)
     if "w2" not in skip:

@@ -19,9 +19,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import sitting_rules as R  # noqa: E402
-from sitting_report import label  # noqa: E402
+import matplotlib.pyplot as plt
+import sitting_rules as R
+from sitting_report import label
 
 OURS_COLOURS = {"mem": "#d62728", "file": "#ff7f0e", "redis": "#d62728", "postgres": "#d62728"}
 OURS_COLOURS["sqlite"] = "#d62728"
@@ -68,7 +68,9 @@ def _w1_store(out: Path, rows: list[dict[str, Any]], group: str) -> str | None:
 
 
 def _long(out: Path, rows: list[dict[str, Any]]) -> str | None:
-    series = [r for r in rows if r["kind"] == "ours" and r.get("times") and r["group"] != "neighbour"]
+    series = [
+        r for r in rows if r["kind"] == "ours" and r.get("times") and r["group"] != "neighbour"
+    ]
     if not any("-10k" in r["name"] for r in series):
         return None
     fig, ax = plt.subplots(figsize=(7.5, 4), dpi=110)
@@ -112,10 +114,18 @@ def _bars(out: Path, rows: list[dict[str, Any]], which: str) -> str | None:
     fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(keys) + 1.2), dpi=110)
     colours = ["#d62728" if k[1] else "#1f77b4" for k in keys]
     ax.barh(range(len(keys)), vals, color=colours)
-    ax.set_yticks(range(len(keys)), [f"{k[2]}" + (f" (×{len(merged[k])})" if k[1] else "") for k in keys], fontsize=6.5)
+    ax.set_yticks(
+        range(len(keys)),
+        [f"{k[2]}" + (f" (x{len(merged[k])})" if k[1] else "") for k in keys],
+        fontsize=6.5,
+    )
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("W2 calls/s (sessions × 5 calls, 50 in flight)" if which == "w2" else "W3 load + 1 call, ms (fresh process)")
+    ax.set_xlabel(
+        "W2 calls/s (sessions x 5 calls, 50 in flight)"
+        if which == "w2"
+        else "W3 load + 1 call, ms (fresh process)"
+    )
     for i, v in enumerate(vals):
         ax.text(v, i, f" {v:,.0f}" if which == "w2" else f" {v:,.1f}", va="center", fontsize=6)
     ax.grid(True, axis="x", which="both", alpha=0.3)
@@ -138,9 +148,18 @@ def _w4(out: Path) -> str | None:
         ys = [r["calls_per_s"] or 0 for r in d["rows"]]
         ax.bar(xs, ys, width=width, label=d["store"])
         for x, y, r in zip(xs, ys, d["rows"], strict=True):
-            ax.text(x, y, f"{y:,.0f}\np99 {r['lat_p99_ms']:.0f} ms", ha="center", va="bottom", fontsize=6)
-        ax.set_xticks([k + width * (len(files) - 1) / 2 for k in range(len(d["rows"]))],
-                      [f"{r['procs']} process{'es' if r['procs'] > 1 else ''}" for r in d["rows"]])
+            ax.text(
+                x,
+                y,
+                f"{y:,.0f}\np99 {r['lat_p99_ms']:.0f} ms",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+            )
+        ax.set_xticks(
+            [k + width * (len(files) - 1) / 2 for k in range(len(d["rows"]))],
+            [f"{r['procs']} process{'es' if r['procs'] > 1 else ''}" for r in d["rows"]],
+        )
     ax.set_ylabel("calls/s (all processes)")
     ax.set_title("W4: worker processes sharing one server, through the distributed gate")
     ax.legend(fontsize=7)

@@ -110,8 +110,14 @@ def run_row(row: Row, work: Path, out: Path, env: dict[str, str], i: int, total:
     print(f"[{i:02d}/{total}] {utc()[11:]} load {load0[0]:.2f}  {row.name}", flush=True)
     t0 = time.perf_counter()
     with log.open("w") as fh:
-        p = subprocess.run(row.cmd(PY, work, out), cwd=work if row.kind == "harness" else REPO,
-                           env=row_env, stdout=fh, stderr=subprocess.STDOUT, timeout=row.timeout)
+        p = subprocess.run(
+            row.cmd(PY, work, out),
+            cwd=work if row.kind == "harness" else REPO,
+            env=row_env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            timeout=row.timeout,
+        )
     row.rc = p.returncode
     row.wall_s = round(time.perf_counter() - t0, 1)
     row.load_start, row.load_end = load0, loadavg()
@@ -161,7 +167,9 @@ def main() -> int:
                 continue
             run_row(row, work, out, env, i, len(plan))
             (out / "rows.json").write_text(json.dumps([r.record() for r in plan], indent=1))
-        subprocess.run([PY, "report.py"], cwd=work, env=env, stdout=(out / "peers" / "tables.md").open("w"))
+        subprocess.run(
+            [PY, "report.py"], cwd=work, env=env, stdout=(out / "peers" / "tables.md").open("w")
+        )
     finally:
         for r in plan:
             if r.proc is not None and r.proc.poll() is None:

@@ -7,6 +7,10 @@ tiny counts and a few peers):
   ``W2_SESSIONS`` (200), ``W3_REPS`` (3), ``W1_BUDGET`` (120 s: a peer's W1 stops past it);
 * ``PEER_CONFIGS``: space-separated ``peer:store[:variant]`` (default: every configuration
   the harness offers, LangGraph's durability modes and delta channel included);
+* ``SLOW_PEERS`` ("adk"): peers whose rows take minutes (ADK loads every event on every
+  call: ~0.5-1 s per call by call 300, W2 at 5-40 calls/s) run with ``SLOW_W1_BUDGET`` (60 s:
+  their W1 is cut, and the row says so) and ``SLOW_W2_SESSIONS`` (100: W2 is a rate at 50 in
+  flight either way), so that the sitting stays near 25 minutes;
 * ``W4`` (1), ``BASELINES`` (1), ``NEIGHBOUR`` (1): 0 leaves that part out;
 * ``OURS_REDIS_URL``, ``OURS_PG_URL``: our own rows' servers (default: the harness's).
 """
@@ -23,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 SMOKE_DEFAULTS = {"PEERS_W1": 30, "OURS_W1": 30, "LONG_W1": 300, "W2_SESSIONS": 20, "W3_REPS": 1}
 DEFAULTS = {"PEERS_W1": 300, "OURS_W1": 1000, "LONG_W1": 10000, "W2_SESSIONS": 200, "W3_REPS": 3}
 DEFAULTS_ANY = {"W1_BUDGET": 120, "W4": 1, "BASELINES": 1, "NEIGHBOUR": 1}
+DEFAULTS_ANY |= {"SLOW_W1_BUDGET": 60, "SLOW_W2_SESSIONS": 100, "W4_OWN_SESSIONS": 400}
 
 # LangGraph's durability modes ("async" is its default) and its delta channel (beta)
 LG_VARIANTS: dict[str, dict[str, str]] = {
@@ -144,9 +149,12 @@ class Row:
 
 
 def harness_row(peer: str, store: str, variant: str, group: str, tag: str) -> Row:
-    n, budget = env_int("PEERS_W1"), env_int("W1_BUDGET")
+    n, budget, sessions = env_int("PEERS_W1"), env_int("W1_BUDGET"), env_int("W2_SESSIONS")
+    if peer in os.environ.get("SLOW_PEERS", "adk").split():
+        budget = min(budget, env_int("SLOW_W1_BUDGET"))
+        sessions = min(sessions, env_int("SLOW_W2_SESSIONS"))
     args = ["run_peers.py", "run", "--peer", peer, "--store", store, "--w1-calls", str(n)]
-    args += ["--w1-budget", str(budget), "--w2-sessions", str(env_int("W2_SESSIONS"))]
+    args += ["--w1-budget", str(budget), "--w2-sessions", str(sessions)]
     args += ["--w3-reps", str(env_int("W3_REPS")), "--tag", tag]
     label = PEER_NAMES.get(peer, peer) + f" + {store}" + (f" [{variant}]" if variant else "")
     return Row(
@@ -178,7 +186,12 @@ def ours_row(
     """workload.py on one store; without W1, W3 resumes the session an earlier row made."""
     args = ["{HERE}/workload.py", "--store", url, "--label", label, "--w1-calls", str(calls)]
     args += ["--w2-sessions", str(env_int("W2_SESSIONS")), "--w3-reps", str(env_int("W3_REPS"))]
-    args += ["--json", f"{{OUT}}/ours/{label}.json", "--times", f"{{OUT}}/ours/{label}.w1times.json"]
+    args += [
+        "--json",
+        f"{{OUT}}/ours/{label}.json",
+        "--times",
+        f"{{OUT}}/ours/{label}.w1times.json",
+    ]
     skip = [] if w2 else ["w2"]
     if not w1:
         skip.append("w1")
@@ -242,7 +255,9 @@ def build_plan(work: Path) -> list[Row]:
             s = "memory" if hs == "mem" else hs
             plan.append(ours_row(s, urls[s], group, env_int("OURS_W1"), OURS_W1_STORES[s]))
             if s in LONG_STORES and env_int("LONG_W1"):
-                url = urls[s].replace("prefix=habench", "prefix=habench10k")  # W3 later reads habench
+                url = urls[s].replace(
+                    "prefix=habench", "prefix=habench10k"
+                )  # W3 later reads habench
                 long = ours_row(s, url, group, env_int("LONG_W1"), f"{s}-10k", w2=False, w3=False)
                 plan.append(long)
     if env_int("W4"):
@@ -253,29 +268,80 @@ def build_plan(work: Path) -> list[Row]:
             if small:
                 args += ["--own-sessions", "20", "--calls", "3", "--shared-sessions", "2"]
                 args += ["--shared-calls", "6", "--inflight", "8"]
+            else:
+                args += ["--own-sessions", str(env_int("W4_OWN_SESSIONS"))]
             rport = os.environ.get("BENCH_REDIS_PORT", "6390")
             env = {
-                "BENCH_W4_REDIS": urls["redis"].replace("/8?prefix=habench", "/9?prefix=habench-w4"),
+                "BENCH_W4_REDIS": urls["redis"].replace(
+                    "/8?prefix=habench", "/9?prefix=habench-w4"
+                ),
                 "BENCH_W4_GATE": f"redis://127.0.0.1:{rport}/9?prefix=habench-w4gate",
-                "BENCH_W4_PG": urls["postgres"].replace("table_prefix=habench_", "table_prefix=habench_w4_"),
+                "BENCH_W4_PG": urls["postgres"].replace(
+                    "table_prefix=habench_", "table_prefix=habench_w4_"
+                ),
             }
-            plan.append(Row(kind="w4", group="w4", name=f"W4 {store} (1, 2, 4 processes)",
-                            key=f"w4-{store}", args=args, env=env, result=""))
+            plan.append(
+                Row(
+                    kind="w4",
+                    group="w4",
+                    name=f"W4 {store} (1, 2, 4 processes)",
+                    key=f"w4-{store}",
+                    args=args,
+                    env=env,
+                    result="",
+                )
+            )
     if env_int("BASELINES"):
         rport = os.environ.get("BENCH_REDIS_PORT", "6390")
         pport = os.environ.get("BENCH_PG_PORT", "55432")
-        plan.append(Row(kind="harness", group="baselines", name="baselines.py (the harness's)",
-                        key="baselines", args=["baselines.py"]))
-        plan.append(Row(kind="cmd", group="baselines", name="baselines_redis.py", key="baselines_redis",
-                        args=["{HERE}/baselines_redis.py", "--url", f"redis://127.0.0.1:{rport}/10"]))
-        plan.append(Row(kind="cmd", group="baselines", name="baselines_jsonfile.py",
-                        key="baselines_jsonfile",
-                        args=["{HERE}/baselines_jsonfile.py", "--dir", "{WORK}/data/bjf",
-                              "--json", "{OUT}/baselines_jsonfile.json"]))
-        plan.append(Row(kind="cmd", group="baselines", name="baselines_sql.py", key="baselines_sql",
-                        args=["{HERE}/baselines_sql.py", "--pg",
-                              f"postgresql://bench@127.0.0.1:{pport}/postgres",
-                              "--sqlite", "{WORK}/data"]))
+        plan.append(
+            Row(
+                kind="harness",
+                group="baselines",
+                name="baselines.py (the harness's)",
+                key="baselines",
+                args=["baselines.py"],
+            )
+        )
+        plan.append(
+            Row(
+                kind="cmd",
+                group="baselines",
+                name="baselines_redis.py",
+                key="baselines_redis",
+                args=["{HERE}/baselines_redis.py", "--url", f"redis://127.0.0.1:{rport}/10"],
+            )
+        )
+        plan.append(
+            Row(
+                kind="cmd",
+                group="baselines",
+                name="baselines_jsonfile.py",
+                key="baselines_jsonfile",
+                args=[
+                    "{HERE}/baselines_jsonfile.py",
+                    "--dir",
+                    "{WORK}/data/bjf",
+                    "--json",
+                    "{OUT}/baselines_jsonfile.json",
+                ],
+            )
+        )
+        plan.append(
+            Row(
+                kind="cmd",
+                group="baselines",
+                name="baselines_sql.py",
+                key="baselines_sql",
+                args=[
+                    "{HERE}/baselines_sql.py",
+                    "--pg",
+                    f"postgresql://bench@127.0.0.1:{pport}/postgres",
+                    "--sqlite",
+                    "{WORK}/data",
+                ],
+            )
+        )
     if env_int("NEIGHBOUR"):
         plan.append(Row(kind="burner_on", group="neighbour", name="a busy core on", key="burner"))
         for s in ("file", "redis"):

@@ -83,8 +83,8 @@ def rows_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def headline_table(rows: list[dict[str, Any]], n: int) -> list[str]:
     out = [
-        f"| store | W1 ms/call, calls {n - 19}-{n}: ours / best peer | × | W2 calls/s: ours / best "
-        "peer | × | W3 load + call ms: ours / best peer | × |",
+        f"| store | W1 ms/call, calls {n - 19}-{n}: ours / best peer | x | W2 calls/s: ours / best "
+        "peer | x | W3 load + call ms: ours / best peer | x |",
         "|---|---|---|---|---|---|---|",
     ]
     for line in R.headline(rows, n):
@@ -96,7 +96,7 @@ def headline_table(rows: list[dict[str, Any]], n: int) -> list[str]:
                 continue
             peer = rows[h["peer_row"]]
             cells.append(f"{f(h['ours'], nd)} / {f(h['peer'], nd)} ({label(peer)})")
-            cells.append(f"**{f(h['factor'], 1)}×**" if h["factor"] else "-")
+            cells.append(f"**{f(h['factor'], 1)}x**" if h["factor"] else "-")
         name = line["store"] + (" (vs the local-disk peers)" if line["store"] == "file" else "")
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     return out
@@ -105,9 +105,9 @@ def headline_table(rows: list[dict[str, Any]], n: int) -> list[str]:
 def harness_table(rows: list[dict[str, Any]], n: int) -> list[str]:
     mid = max(1, n // 2 - 9)
     out = [
-        f"| # | peer + store | calls 1-20 | {mid}-{mid + 19} | {n - 19}-{n} | last/first "
-        "| × ours beside | W2 calls/s | W2 p50 ms | W3 ms | W3 open ms | import s | history |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| # | peer + store | W1 calls | calls 1-20 | {mid}-{mid + 19} | {n - 19}-{n} | last/first "
+        "| x ours beside | W2 calls/s (calls) | W2 p50 ms | W3 ms | W3 open ms | import s | history |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(rows):
         if r["kind"] != "harness" or not r.get("data"):
@@ -117,7 +117,7 @@ def harness_table(rows: list[dict[str, Any]], n: int) -> list[str]:
         ratio = "-"
         if r["peer"] != "hookagent" and b:
             parts = []
-            for j, o in enumerate(rows):
+            for o in rows:
                 if o.get("partner_of") == i:
                     ob = R.window_ms(o.get("times"), n - 19, n)
                     if ob:
@@ -127,9 +127,12 @@ def harness_table(rows: list[dict[str, Any]], n: int) -> list[str]:
         hist = "yes" if R.history_ok(r) else "**NO**"
         if R.history_ok(r, "w1") and not R.history_ok(r, "w2"):
             hist = f"W1 yes; W2 **{w2.get('errors')} errors**"
+        calls = f"{len(ts or [])}" + (" (cut)" if R.cut(r) else "")
+        w2n = (w2.get("sessions") or 0) * (w2.get("calls_per_session") or 0)
         out.append(
-            f"| {i + 1} | {label(r)} | {f(a)} | {f(m)} | {f(b)} | {f(b / a if a and b else None)} "
-            f"| {ratio} | {f(w2.get('calls_per_s'), 0)} | {f(w2.get('lat_p50_ms'), 1)} "
+            f"| {i + 1} | {label(r)} | {calls} | {f(a)} | {f(m)} | {f(b)} "
+            f"| {f(b / a if a and b else None)} "
+            f"| {ratio} | {f(w2.get('calls_per_s'), 0)} ({w2n}) | {f(w2.get('lat_p50_ms'), 1)} "
             f"| {f(w3.get('load_and_call_ms_median'), 1)} | {f(w3.get('open_ms_median'), 1)} "
             f"| {f(w3.get('import_s_median'))} | {hist} |"
         )
@@ -193,7 +196,11 @@ def w4_table(out_dir: Path) -> list[str]:
         d = json.loads(p.read_text())
         for r in d["rows"]:
             h = r["history"]
-            ok = "ok" if not h["sessions_bad"] else f"**{h['sessions_bad']} bad** {h['first_bad'][:1]}"
+            ok = (
+                "ok"
+                if not h["sessions_bad"]
+                else f"**{h['sessions_bad']} bad** {h['first_bad'][:1]}"
+            )
             out.append(
                 f"| {d['store']} | {r['procs']} | {r['calls_ok']}/{r['calls_expected']} "
                 f"| {f(r['calls_per_s'], 0)} | {f(r['lat_p50_ms'], 1)} | {f(r['lat_p99_ms'], 1)} "
@@ -256,7 +263,7 @@ def main() -> int:
         f"`{str(meta.get('commit', '?'))[:12]}` (a `git archive` snapshot of `src/`).",
         f"* **Load average** (1, 5, 15 min): {ls} at the start, {le} at the end; 1-min load at the "
         f"start of a row: {min(loads, default=0):.2f}-{max(loads, default=0):.2f}.",
-        f"* **Counts**: {meta.get('counts')}; W2 = sessions × 5 calls, 50 in flight.",
+        f"* **Counts**: {meta.get('counts')}; W2 = sessions x 5 calls, 50 in flight.",
         "* **Order**: store by store; every peer row back to back with hookagent rows on the same "
         "store, alternating which runs first; each peer's ratio is against its neighbours. "
         "CPU-bound rows (in memory, no persistence) must show CPU/wall ≥ 0.8.",
@@ -273,7 +280,11 @@ def main() -> int:
         "",
     ]
     if "w1-memory.png" in pngs:
-        lines += ["| in memory | Redis |", "|---|---|", "| ![](w1-memory.png) | ![](w1-redis.png) |"]
+        lines += [
+            "| in memory | Redis |",
+            "|---|---|",
+            "| ![](w1-memory.png) | ![](w1-redis.png) |",
+        ]
         lines += ["| PostgreSQL | local disk (SQLite, our file store) |", "|---|---|"]
         lines += ["| ![](w1-postgres.png) | ![](w1-sqlite.png) |", ""]
     lines += ["### W1, W2, W3 beside the peers (their harness)", "", *harness_table(rows, n), ""]

@@ -59,19 +59,29 @@ def window_ms(times: Sequence[float] | None, a: int, b: int) -> float | None:
     return float(statistics.median(times[a - 1 : b]))
 
 
+def cut(r: Row) -> bool:
+    return bool(((r.get("data") or {}).get("w1") or {}).get("cut_by_budget"))
+
+
 def common_calls(rows: Sequence[Row]) -> int:
-    """The call every harness row reached (its W1 window ends there)."""
-    ns = [len(r["times"]) for r in rows if r.get("kind") == "harness" and r.get("times")]
+    """The call every harness row reached that was not cut by its W1 budget (the window
+    ends there; a cut row has no figure at it, and is no candidate for best peer)."""
+    ns = [
+        len(r["times"])
+        for r in rows
+        if r.get("kind") == "harness" and r.get("times") and not cut(r)
+    ]
     return min(ns) if ns else 0
 
 
 def history_ok(r: Row, part: str | None = None) -> bool:
-    """No lost message and no error in W1/W2 (``part``: that workload only)."""
+    """No lost message and no error in W1/W2 (``part``: what that workload's figure needs)."""
     data = r.get("data") or {}
     w1 = data.get("w1") or {}
     w2 = data.get("w2") or {}
     w3 = data.get("w3") or {}
-    if part in (None, "w1") and w1 and w1.get("history_len") != w1.get("history_expected"):
+    # W3 resumes W1's session: a W1 that lost messages leaves W3 a shorter history
+    if part != "w2" and w1 and w1.get("history_len") != w1.get("history_expected"):
         return False
     if part in (None, "w2") and w2 and w2.get("errors", 0) != 0:
         return False

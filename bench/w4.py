@@ -203,7 +203,12 @@ def run_procs(args: argparse.Namespace, procs: int) -> dict[str, Any]:
     load0 = os.getloadavg()[0]
     cmd = [sys.executable, str(Path(__file__).resolve()), "--store", args.store]
     cmd += ["--own-sessions", str(args.own_sessions), "--calls", str(args.calls)]
-    cmd += ["--shared-sessions", str(args.shared_sessions), "--shared-calls", str(args.shared_calls)]
+    cmd += [
+        "--shared-sessions",
+        str(args.shared_sessions),
+        "--shared-calls",
+        str(args.shared_calls),
+    ]
     cmd += ["--inflight", str(args.inflight), "--procs", str(procs)]
     kids = [
         subprocess.Popen(

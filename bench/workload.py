@@ -297,7 +297,9 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma list of w1,w2,build to skip")
     ap.add_argument("--json", help="write the results here (default bench/results/<store>.json)")
     ap.add_argument("--label", help="name of the result (default: the store's scheme)")
-    ap.add_argument("--times", help="write W1's per-call ms here (default results/<label>.w1times.json)")
+    ap.add_argument(
+        "--times", help="write W1's per-call ms here (default results/<label>.w1times.json)"
+    )
     ap.add_argument("--w3-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--profile", help="with --w3-child: write a cProfile of the cold call here")

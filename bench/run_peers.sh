@@ -11,9 +11,9 @@
 # baselines.py and report.py. Results: bench/results/peers-<date>/ (git-ignored).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PEERS_SRC=${PEERS_SRC:-$HERE/../../shared/bench/peers}
-[ -d "$PEERS_SRC" ] || PEERS_SRC=/work/shared/bench/peers
-PY=${PEERS_VENV:-/work/peers-venv}/bin/python
+PEERS_SRC=${PEERS_HARNESS:-${PEERS_SRC:-$HERE/../../shared/bench/peers}}  # <repo>/../shared/...
+[ -f "$PEERS_SRC/driver.py" ] || { echo "no peers' harness at $PEERS_SRC: set PEERS_HARNESS"; exit 2; }
+PY=${PEERS_VENV:-$HERE/../../peers-venv}/bin/python
 W1_CALLS=${W1_CALLS:-300}
 W1_BUDGET=${W1_BUDGET:-120}
 BASELINES=${BASELINES:-1}

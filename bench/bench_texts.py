@@ -1,7 +1,10 @@
 """The standard workload's strings, byte-for-byte those of the peers' harness (``common.py``).
 
 Copied rather than imported so that ``bench/`` runs without ``shared/``; ``peer_hookagent.py``
-checks at import time that both produce the same strings.
+checks at import time that both produce the same strings. The caches hold 65,536 strings
+each (the harness's hold 8,192): ``workload.py`` makes the texts of a 10,000-call run before
+the clock starts, and a smaller LRU cache would evict them in order and make every one again
+inside the timed calls.
 """
 
 from __future__ import annotations
@@ -36,17 +39,17 @@ def _text(prefix: str, seed: int) -> str:
     return "".join(parts)[:TEXT_LEN]
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def user_text(n: int) -> str:
     return _text(f"u{n}| look up key {n}: ", 3 * n)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def tool_text(n: int) -> str:
     return _text(f"r{n}| value of key {n}: ", 3 * n + 1)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def final_text(n: int) -> str:
     return _text(f"a{n}| key {n} holds: ", 3 * n + 2)
 

@@ -110,15 +110,19 @@ def run_row(row: Row, work: Path, out: Path, env: dict[str, str], i: int, total:
     print(f"[{i:02d}/{total}] {utc()[11:]} load {load0[0]:.2f}  {row.name}", flush=True)
     t0 = time.perf_counter()
     with log.open("w") as fh:
-        p = subprocess.run(
-            row.cmd(PY, work, out),
-            cwd=work if row.kind == "harness" else REPO,
-            env=row_env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            timeout=row.timeout,
-        )
-    row.rc = p.returncode
+        try:
+            p = subprocess.run(
+                row.cmd(PY, work, out),
+                cwd=work if row.kind == "harness" else REPO,
+                env=row_env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                timeout=row.timeout,
+            )
+            row.rc = p.returncode
+        except subprocess.TimeoutExpired:  # the row failed; the sitting goes on
+            fh.write(f"\n!! killed after {row.timeout} s\n")
+            row.rc = -9
     row.wall_s = round(time.perf_counter() - t0, 1)
     row.load_start, row.load_end = load0, loadavg()
     if row.kind == "harness" and row.result:  # keep the harness's files as each row ends

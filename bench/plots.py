@@ -78,14 +78,16 @@ def _long(out: Path, rows: list[dict[str, Any]]) -> str | None:
         if r["store"] not in ("memory", "redis"):
             continue
         ys = R.rolling_median(r["times"], 51)
-        ax.plot(range(1, len(ys) + 1), ys, lw=1.3, label=r["data"].get("label", r["name"]))
+        name = f"{r['store']}, {len(ys):,} calls"
+        ax.plot(range(1, len(ys) + 1), ys, lw=1.3, label=name)
     for x in (1000, 10000):
         ax.axvline(x, color="grey", lw=0.6, ls=":")
     ax.set_yscale("log")
     ax.set_xscale("log")
     ax.set_xlabel("call number")
     ax.set_ylabel("wall ms per call (running median of 51)")
-    ax.set_title("hookagent, 10,000 calls on one session")
+    longest = max(len(r["times"]) for r in series)
+    ax.set_title(f"hookagent, up to {longest:,} calls on one session (W1)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -1,6 +1,6 @@
 """One fair sitting: hookagent and every peer configuration, interleaved, with its own checks.
 
-    bash bench/sitting.sh                    # the published sitting (about 20-25 min, 2 cores)
+    bash bench/sitting.sh                    # the published sitting (about 25-30 min, 2 cores)
     SMOKE=1 bash bench/sitting.sh            # tiny counts, a few peers: checks the machinery
 
 Order: one store at a time (memory, redis, postgres, sqlite and the file store). Within a

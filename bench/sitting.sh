@@ -3,8 +3,8 @@
 # load and every row's CPU/wall checked, W4, the 10,000-call runs, baselines, a busy-neighbour
 # pass, then bench/results/sitting-<stamp>/summary.md and its PNGs.
 #
-#   bash bench/sitting.sh                          # the published sitting, ~25 min on 2 cores
-#   SMOKE=1 bash bench/sitting.sh                  # tiny counts, a few peers (~4 min)
+#   bash bench/sitting.sh                          # the published sitting, ~25-30 min on 2 cores
+#   SMOKE=1 bash bench/sitting.sh                  # tiny counts, a few peers (~5-8 min)
 #   PEER_CONFIGS="adk:mem langgraph:postgres:exit" W4=0 BASELINES=0 NEIGHBOUR=0 bash bench/sitting.sh
 #
 # PEERS_HARNESS (default <repo>/../shared/bench/peers), PEERS_VENV (default <repo>/../peers-venv,

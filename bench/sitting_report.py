@@ -225,14 +225,17 @@ def neighbour_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def baselines_section(out_dir: Path) -> list[str]:
+    out: list[str] = []
     t = out_dir / "peers" / "tables.md"
-    if not t.exists():
-        return []
-    text = t.read_text()
-    if "### baselines" not in text:
-        return []
-    part = text.split("### baselines", 1)[1].split("\n### ", 1)[0].strip()
-    return ["### Physical limits (the harness's baselines.py, same sitting)", "", part]
+    text = t.read_text() if t.exists() else ""
+    if "### baselines" in text:
+        part = text.split("### baselines", 1)[1].split("\n### ", 1)[0].strip()
+        out += ["### Physical limits (the harness's baselines.py, same sitting)", "", part, ""]
+    logs = sorted((out_dir / "logs").glob("*-baselines_*.log"))
+    if logs:
+        names = ", ".join(f"`logs/{p.name}`" for p in logs)
+        out.append(f"The store owners' scripts, same sitting: {names}.")
+    return out
 
 
 def main() -> int:

@@ -92,7 +92,7 @@ def headline_table(rows: list[dict[str, Any]], n: int) -> list[str]:
         for name, nd in (("w1", 2), ("w2", 0), ("w3", 1)):
             h = line.get(name)
             if not h:
-                cells += ["no peer row", "-"]
+                cells += ["no peer figure", "-"]
                 continue
             peer = rows[h["peer_row"]]
             cells.append(f"{f(h['ours'], nd)} / {f(h['peer'], nd)} ({label(peer)})")
@@ -279,7 +279,9 @@ def main() -> int:
         "",
         "The best peer is picked per store and per figure from every configuration the sitting "
         "ran (LangGraph's `durability` async/exit/sync and its delta channel, OpenAI's sessions, "
-        "AgentScope's storages, ADK's session services); ours is the row that ran beside it.",
+        "AgentScope's storages, ADK's session services); ours is the row that ran beside it. "
+        "A row cut by its W1 budget has no W1 figure here, and its W3 resumes a shorter "
+        "session (its W1 calls, in the table below), which favours the peer.",
         "",
     ]
     if "w1-memory.png" in pngs:

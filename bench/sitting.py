@@ -19,7 +19,8 @@ writes the summary and the pictures from it (and can be re-run on the folder).
 Every server is the peers' harness's throwaway pair (PostgreSQL 127.0.0.1:55432, Redis
 127.0.0.1:6390, started and stopped here), ours included. Paths come from the environment:
 ``PEERS_HARNESS`` (default ``<repo>/../shared/bench/peers``) and ``PEERS_VENV`` (default
-``<repo>/../peers-venv``; ``bench/README.md`` says how to make it).
+``<repo>/../peers-venv``; ``bench/README.md`` says how to make it). The harness copy in the
+temp dir is removed at the end (``KEEP_WORK=1`` keeps it).
 """
 
 from __future__ import annotations
@@ -180,6 +181,8 @@ def main() -> int:
                 r.proc.kill()
         subprocess.run(["bash", "servers.sh", "stop"], cwd=work, env=env, capture_output=True)
         shutil.copytree(work / "results", out / "peers", dirs_exist_ok=True)
+        if os.environ.get("KEEP_WORK", "0") != "1":  # its throwaway Postgres data dir is large
+            shutil.rmtree(work, ignore_errors=True)
     meta.update(ended=utc(), loadavg_end=loadavg(), harness_copy=str(work))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     (out / "rows.json").write_text(json.dumps([r.record() for r in plan], indent=1))

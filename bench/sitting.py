@@ -81,8 +81,10 @@ def snapshot(out: Path, stamp: str) -> str:
 def harness_copy(harness: Path) -> Path:
     """A temp copy of the peers' harness (unedited) with our adapter and strings beside it."""
     work = Path(tempfile.mkdtemp(prefix="habench-sitting."))
-    work.chmod(0o755)  # the throwaway Postgres runs as user postgres under it
     shutil.copytree(harness, work, dirs_exist_ok=True)
+    # the throwaway Postgres runs as user postgres under it; copytree gave it the shared
+    # folder's read-only mode
+    work.chmod(0o755)
     for p in work.rglob("*"):
         p.chmod(p.stat().st_mode | 0o200)
     for name in ("peer_hookagent.py", "run_peers.py", "bench_agent.py", "bench_texts.py"):

@@ -42,7 +42,7 @@ def cases() -> list[Msg]:
             [
                 ThinkingBlock("hmm"),
                 TextBlock("two "),
-                TextBlock("texts \u00e9\u4e2d\U0001f600 \"q\" \\ \n\t"),
+                TextBlock('texts \u00e9\u4e2d\U0001f600 "q" \\ \n\t'),
                 ToolUseBlock("c2", "f", {"nested": {"a": [1, 2.5, None, True, "x"]}}, "streaming"),
                 ToolUseBlock("c3", "g", {}, "streaming"),
                 ToolUseBlock("c4", "h"),

@@ -327,31 +327,41 @@ def compact_msg(doc: Any, check: Check, where: str = "message") -> Msg:
 
 
 def _compact_msg(doc: Any, check: Check) -> Msg:
-    if type(doc) is not list or not 4 <= len(doc) <= 6:
+    if type(doc) is not list or not 4 <= (n := len(doc)) <= 6:
         raise _Bad("a message must be an array of 4-6 elements")
     role = doc[0]
     if type(role) is not int or not 0 <= role < 4:
         raise _Bad(f"[0]: unknown role code {role!r}")
-    blocks = _content(doc[1], check)
+    body = doc[1]
+    if type(body) is str:  # the common case inline: one text block
+        only = _new(TextBlock)
+        _T_TEXT(only, body)
+        _T_TYPE(only, "text")
+        blocks: tuple[Any, ...] = (only,)
+    else:
+        blocks = _content(body, check)
     ts = doc[3]
     if type(ts) is not float:
         if type(ts) is not int:
             raise _Bad(f"[3]: a timestamp must be a number, got {type(ts).__name__}")
         ts = float(ts)
+    packed = doc[2]
     try:
-        msg_id = _msg_id(doc[2])
-    except _Bad as exc:
-        raise _Bad(f"[2]: {exc}") from None
-    n = len(doc)
+        if type(packed) is str and len(packed) == 22 and packed[21] in _LAST:
+            msg_id = _a2b(packed + "==", strict_mode=True).hex()  # the common case inline
+        else:
+            msg_id = _msg_id(packed)
+    except (_Bad, binascii.Error) as exc:
+        raise _Bad(f"[2]: {_msg_id_error(exc)}") from None
     metadata = {}
+    name = None
     if n > 4:
         try:
             metadata = _dict(doc[4], check)
         except _Bad as exc:
             raise _Bad(f"[4] (metadata): {exc}") from None
-    name = None
-    if n > 5 and type(name := doc[5]) is not str:
-        raise _Bad(f"[5] (name): expected a string, got {type(name).__name__}")
+        if n > 5 and type(name := doc[5]) is not str:
+            raise _Bad(f"[5] (name): expected a string, got {type(name).__name__}")
     msg = _new(Msg)
     _M_ROLE(msg, ROLES[role])
     _M_CONTENT(msg, blocks)
@@ -360,3 +370,9 @@ def _compact_msg(doc: Any, check: Check) -> Msg:
     _M_META(msg, metadata)
     _M_TS(msg, ts)
     return msg
+
+
+def _msg_id_error(exc: Exception) -> str:
+    return (
+        str(exc) if isinstance(exc, _Bad) else "a packed id must be 22 canonical base64 characters"
+    )

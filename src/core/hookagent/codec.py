@@ -19,7 +19,7 @@ import orjson
 
 from ._bigstate import SPLIT_FROM, decode_split
 from ._bigstate import gc_paused as gc_paused
-from ._compact import compact_doc, compact_msg
+from ._compact import compact_doc, compact_msg, compact_msgs
 from ._converter import _FIXED_DEPTH as _FIXED_DEPTH
 from ._converter import _c as _c
 from ._converter import _check_free as _check_free
@@ -139,13 +139,21 @@ def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
                     i if type(i) is bytes else i.encode("utf-8")  # type: ignore[union-attr]
                     for i in items[at : at + _PARSE_CHUNK]
                 ]
+                # each item opens an array or an object (leading whitespace, rare, goes
+                # one by one): with the count below, each parsed value is one item's
                 if max(map(len, raw)) > MAX_MESSAGE_BYTES or not all(
-                    r.lstrip()[:1] in _OPENERS for r in raw
+                    r[:1] in _OPENERS for r in raw
                 ):
                     raise ValueError
                 docs = orjson.loads(b"[" + b",".join(raw) + b"]")
                 if len(docs) != len(raw):
                     raise ValueError  # an item held more than one value ("{...},{...}")
+                if docs and type(docs[0]) is list:
+                    try:
+                        out += compact_msgs(docs, _check_free)  # format 2: one loop
+                        continue
+                    except InvalidState:
+                        pass  # a history of both formats (or damage: said below)
                 out += map(_decode_doc, docs)
         return out
     except (ValueError, TypeError, AttributeError, UnicodeEncodeError, Mismatch):

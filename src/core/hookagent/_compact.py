@@ -25,8 +25,10 @@ Values are built without ``__init__``, as ``_fastmsg`` does (``check_bypass_is_s
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from orjson import loads as _loads
 
 from ._fastmsg import (
     _K_THINKING,
@@ -318,13 +320,32 @@ def _content(body: Any, check: Check) -> tuple[Any, ...]:
         raise
 
 
-def compact_msgs(docs: list[Any], check: Check) -> list[Msg]:
-    """Many parsed format-2 documents (a bulk load's chunk): one loop, no call per message
-    around the decoder; ``InvalidState`` if any is not a valid format-2 message."""
+def compact_records(
+    items: Iterable[Any], check: Check, other: Callable[[Any, Check], Msg], limit: int
+) -> list[Msg]:
+    """Decode stored records one after the other (a cold load): parse one, build it, let
+    its parse go. A parsed value that is not an array goes to ``other`` (format 1).
+
+    One ``orjson.loads`` per record costs about what one parse of a joined chunk does, and
+    nothing has to prove where one record ends: no record can borrow its neighbour's bytes.
+    Any failure is a ``ValueError`` (or ``other``'s own error): the caller then decodes the
+    records one by one, to say which is wrong and how.
+    """
+    out: list[Msg] = []
+    append = out.append
     try:
-        return [_compact_msg(doc, check) for doc in docs]
+        for raw in items:
+            if len(raw) > limit >> 2 and _size(raw) > limit:
+                raise ValueError("a record is over the size limit")
+            doc = _loads(raw)
+            append(_compact_msg(doc, check) if type(doc) is list else other(doc, check))
     except _Bad as exc:
-        raise InvalidState(f"invalid stored message: {exc}") from None
+        raise ValueError(str(exc)) from None
+    return out
+
+
+def _size(raw: Any) -> int:
+    return len(raw.encode("utf-8")) if type(raw) is str else len(raw)
 
 
 def compact_msg(doc: Any, check: Check, where: str = "message") -> Msg:
@@ -342,11 +363,48 @@ def _compact_msg(doc: Any, check: Check) -> Msg:
     if type(role) is not int or not 0 <= role < 4:
         raise _Bad(f"[0]: unknown role code {role!r}")
     body = doc[1]
-    if type(body) is str:  # the common case inline: one text block
+    blocks: tuple[Any, ...]
+    if type(body) is str:  # the common cases inline: one text block,
         only = _new(TextBlock)
         _T_TEXT(only, body)
         _T_TYPE(only, "text")
-        blocks: tuple[Any, ...] = (only,)
+        blocks = (only,)
+    elif (  # ... or one tool use with input, or one tool result with one text
+        type(body) is list
+        and len(body) == 1
+        and type(one := body[0]) is list
+        and len(one) == 4
+        and type(code := one[0]) is int
+        and type(block_id := one[1]) is str
+        and type(block_name := one[2]) is str
+        and (
+            (code == TOOL_USE and type(arg := one[3]) is dict)
+            or (code == TOOL_RESULT and type(arg := one[3]) is str)
+        )
+    ):
+        if type(arg) is dict:  # a tool use (the test above paired the code and the type)
+            for v in arg.values():
+                if type(v) is dict or type(v) is list:
+                    check(arg)
+                    break
+            use = _new(ToolUseBlock)
+            _U_ID(use, block_id)
+            _U_NAME(use, block_name)
+            _U_INPUT(use, arg)
+            _U_STATE(use, "requested")
+            _U_TYPE(use, "tool_use")
+            blocks = (use,)
+        else:
+            text = _new(TextBlock)
+            _T_TEXT(text, arg)
+            _T_TYPE(text, "text")
+            result = _new(ToolResultBlock)
+            _R_ID(result, block_id)
+            _R_NAME(result, block_name)
+            _R_OUTPUT(result, (text,))
+            _R_STATE(result, "success")
+            _R_TYPE(result, "tool_result")
+            blocks = (result,)
     else:
         blocks = _content(body, check)
     ts = doc[3]
@@ -365,10 +423,13 @@ def _compact_msg(doc: Any, check: Check) -> Msg:
     metadata = {}
     name = None
     if n > 4:
-        try:
-            metadata = _dict(doc[4], check)
-        except _Bad as exc:
-            raise _Bad(f"[4] (metadata): {exc}") from None
+        metadata = doc[4]
+        if type(metadata) is not dict:
+            raise _Bad(f"[4] (metadata): expected an object, got {type(metadata).__name__}")
+        for v in metadata.values():  # _free, inline
+            if type(v) is dict or type(v) is list:
+                check(metadata)
+                break
         if n > 5 and type(name := doc[5]) is not str:
             raise _Bad(f"[5] (name): expected a string, got {type(name).__name__}")
     msg = _new(Msg)

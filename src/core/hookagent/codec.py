@@ -15,11 +15,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-import orjson
 
 from ._bigstate import SPLIT_FROM, decode_split
 from ._bigstate import gc_paused as gc_paused
-from ._compact import compact_doc, compact_msg, compact_msgs
+from ._compact import compact_doc, compact_msg, compact_records
 from ._converter import _FIXED_DEPTH as _FIXED_DEPTH
 from ._converter import _c as _c
 from ._converter import _check_free as _check_free
@@ -112,50 +111,21 @@ def decode_msg(data: bytes | str) -> Msg:
     return msg_from_dict(_parse(data, limit=MAX_MESSAGE_BYTES, what="message"))
 
 
-_PARSE_CHUNK = 128
-_OPENERS = (b"[", b"{")
-
-
-def _decode_doc(doc: Any) -> Msg:
-    if type(doc) is list:
-        return compact_msg(doc, _check_free)
-    return fast_msg(doc, _check_free)
+_PARSE_CHUNK = 128  # a large state document's history is parsed this many messages at a time
 
 
 def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
-    """Decode many stored messages at once (a cold load): one parse per chunk of messages.
+    """Decode many stored message records at once (a cold load), either format.
 
     Same rules and errors as ``decode_msg`` for each item; on any failure the items are
-    decoded one by one, so the error names the first bad one. Chunks, not one parse of the
-    whole batch: the parsed documents of a chunk are freed before the next one is parsed, so
-    a cold load touches a third of the fresh memory (each new page is a page fault, and
-    faults were most of a cold decode's time).
+    decoded one by one, so the error names the first bad one. One parse per record, each
+    built at once: a record's parsed document is freed before the next is parsed, so a
+    cold load touches little fresh memory (each new page is a page fault, and faults were
+    once most of a cold decode's time).
     """
-    out: list[Msg] = []
     try:
         with gc_paused():
-            for at in range(0, len(items), _PARSE_CHUNK):
-                raw = [
-                    i if type(i) is bytes else i.encode("utf-8")  # type: ignore[union-attr]
-                    for i in items[at : at + _PARSE_CHUNK]
-                ]
-                # each item opens an array or an object (leading whitespace, rare, goes
-                # one by one): with the count below, each parsed value is one item's
-                if max(map(len, raw)) > MAX_MESSAGE_BYTES or not all(
-                    r[:1] in _OPENERS for r in raw
-                ):
-                    raise ValueError
-                docs = orjson.loads(b"[" + b",".join(raw) + b"]")
-                if len(docs) != len(raw):
-                    raise ValueError  # an item held more than one value ("{...},{...}")
-                if docs and type(docs[0]) is list:
-                    try:
-                        out += compact_msgs(docs, _check_free)  # format 2: one loop
-                        continue
-                    except InvalidState:
-                        pass  # a history of both formats (or damage: said below)
-                out += map(_decode_doc, docs)
-        return out
+            return compact_records(items, _check_free, fast_msg, MAX_MESSAGE_BYTES)
     except (ValueError, TypeError, AttributeError, UnicodeEncodeError, Mismatch):
         return [decode_msg(item) for item in items]  # InvalidState is a ValueError too
 

@@ -23,6 +23,10 @@ characters and a float): that is information, not framing, and it is counted aga
 the kernel hands a store per message record. What a store holds beyond that (keys, envelopes,
 columns, pages) is the store's own overhead, measured by ``bench/workload.py``'s byte count.
 
+``--decode`` also times ``hookagent.codec.decode_msgs`` of the 4,000 records (what every
+store's cold load calls), as CPU (``time.process_time``): the first decode in the process
+and the minimum of 20 more, in format 2 and, for comparison, the same messages in format 1.
+
 Importable: ``reference(calls)`` returns the dict that ``main`` prints.
 """
 
@@ -41,7 +45,7 @@ sys.path.insert(0, str(HERE))
 from bench_agent import make_config, one_call  # noqa: E402
 from bench_texts import TOOL_NAME, call_id, final_text, tool_text, user_text  # noqa: E402
 from hookagent import Msg  # noqa: E402
-from hookagent.codec import encode_msg  # noqa: E402
+from hookagent.codec import decode_msgs, encode_msg, message_doc  # noqa: E402
 
 _COMPACT = (",", ":")
 
@@ -129,12 +133,42 @@ def reference(calls: int = 1000, msgs: list[Msg] | None = None) -> dict[str, Any
     }
 
 
+def decode_cpu(msgs: list[Msg], reps: int = 20) -> dict[str, float]:
+    """CPU ms of ``decode_msgs`` over the messages' records: format 2, then format 1."""
+    import gc
+    import time
+
+    import orjson
+
+    out: dict[str, float] = {}
+    for fmt, records in (
+        ("format2", [encode_msg(m) for m in msgs]),
+        ("format1", [orjson.dumps(message_doc(m)) for m in msgs]),
+    ):
+        times = []
+        for _ in range(reps + 1):
+            gc.collect()
+            t = time.process_time()
+            decoded = decode_msgs(records)
+            times.append((time.process_time() - t) * 1000)
+            assert decoded == msgs
+        out[f"{fmt}_first_cpu_ms"] = round(times[0], 2)
+        out[f"{fmt}_min_cpu_ms"] = round(min(times[1:]), 2)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--decode", action="store_true", help="also time decode_msgs (CPU)")
     a = ap.parse_args()
-    out = reference(a.calls)
+    msgs = w1_messages(a.calls)
+    out = reference(a.calls, msgs)
+    if a.decode:
+        with open("/proc/loadavg") as fh:
+            out["loadavg"] = fh.read().split()[:3]
+        out.update(decode_cpu(msgs))
     print(json.dumps(out))
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))

@@ -89,7 +89,7 @@ def _id_doc(msg_id: str) -> Any:
         except ValueError:
             return [msg_id]
         if raw.hex() == msg_id:  # lowercase, no whitespace: the hex form decoding gives back
-            return _b2a(raw, newline=False)[:22].decode()
+            return _b2a(raw)[:22].decode()  # 22 characters, then "==\n"
     return [msg_id]
 
 

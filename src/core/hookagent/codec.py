@@ -1,258 +1,47 @@
 """The one codec for everything stored: plain JSON in and out, fail closed.
 
 Nothing here imports, evaluates or instantiates anything named by the data: blocks are
-chosen from a fixed table by their ``type`` tag, every other value is structured into a
+chosen from a fixed table by their tag or code, every other value is structured into a
 class this module already knows. Every failure is one typed error that says where.
+
+A message record (``encode_msg``) is format 2, a positional JSON array (``_compact``); a
+state document and ``message_doc`` hold messages as JSON objects (format 1), and every
+reader here takes both, so records written before format 2 keep loading.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any
 
 import attrs
-import cattrs
-import orjson
-from cattrs.cols import (
-    homogenous_tuple_structure_factory,
-    list_structure_factory,
-    mapping_structure_factory,
-)
-from cattrs.gen import make_dict_unstructure_fn, override
 
 from ._bigstate import SPLIT_FROM, decode_split
 from ._bigstate import gc_paused as gc_paused
-from ._fastmsg import Mismatch, fast_msg, msg_doc
+from ._compact import compact_doc, compact_msg, compact_records
+from ._converter import _FIXED_DEPTH as _FIXED_DEPTH
+from ._converter import _c as _c
+from ._converter import _check_free as _check_free
+from ._converter import _fast as _fast
+from ._converter import _msg_doc as _msg_doc
+from ._converter import make_converter as make_converter
+from ._converter import msg_to_dict as msg_to_dict
+from ._converter import structure as structure
+from ._converter import unstructure as unstructure
+from ._fastmsg import Mismatch, fast_msg
 from ._limits import MAX_DEPTH as MAX_DEPTH
 from ._limits import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
 from ._limits import MAX_STATE_BYTES as MAX_STATE_BYTES
 from ._limits import _dump, _parse
 from ._limits import check_depth as check_depth
 from .errors import InvalidState, UnsupportedSchemaVersion
-from .messages import (
-    BLOCK_TYPES,
-    ContentBlock,
-    Msg,
-    OutputBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-)
-from .state import (
-    SCHEMA_VERSION,
-    AgentState,
-    History,
-    ToolContext,
-    TurnContext,
-)
-
-T = TypeVar("T")
-
+from .messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock
+from .state import SCHEMA_VERSION, AgentState, History, ToolContext, TurnContext
 
 _KNOWN_SECTIONS = frozenset(f.name for f in attrs.fields(AgentState)) - {"extensions"}
 
 # schema_version -> function turning a document of that version into one of version + 1
 UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
-
-
-# --------------------------------------------------------------------------- converter
-
-
-def _block_hooks(c: cattrs.Converter) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    def structure_block(obj: Any, _: Any) -> ContentBlock:
-        if not isinstance(obj, dict):
-            raise InvalidState(f"content block must be an object, got {type(obj).__name__}")
-        tag = obj.get("type")
-        cls = BLOCK_TYPES.get(tag) if isinstance(tag, str) else None
-        if cls is None:
-            raise InvalidState(f"unknown content block type {tag!r}")
-        return c.structure(obj, cls)  # type: ignore[no-any-return,unused-ignore]
-
-    def structure_output(obj: Any, t: Any) -> OutputBlock:
-        block = structure_block(obj, t)
-        if block.type not in ("text", "image", "data"):
-            raise InvalidState(f"a tool_result output cannot hold a {block.type!r} block")
-        return block
-
-    return structure_block, structure_output
-
-
-def _structure_json(obj: Any, _: Any) -> Any:
-    """Free-form JSON (tool input, metadata): kept as data, never revived; depth-checked
-    here, so that a document's known structure is not walked twice."""
-    if isinstance(obj, (dict, list)):
-        check_depth(obj, MAX_DEPTH - _FIXED_DEPTH, where="a free-form value")
-    return obj
-
-
-def _structure_str(obj: Any, _: Any) -> str:
-    if not isinstance(obj, str):
-        raise InvalidState(f"expected a string, got {type(obj).__name__}")
-    return obj
-
-
-def _structure_int(obj: Any, _: Any) -> int:
-    if type(obj) is not int:
-        raise InvalidState(f"expected an integer, got {type(obj).__name__}")
-    return obj
-
-
-def _structure_bool(obj: Any, _: Any) -> bool:
-    if type(obj) is not bool:
-        raise InvalidState(f"expected a boolean, got {type(obj).__name__}")
-    return obj
-
-
-def _structure_float(obj: Any, _: Any) -> float:
-    if type(obj) not in (int, float):
-        raise InvalidState(f"expected a number, got {type(obj).__name__}")
-    return float(obj)
-
-
-def _strict(kind: type, factory: Any, label: str) -> Any:
-    """cattrs accepts any iterable for a list (a dict, a str): accept only the JSON type."""
-
-    def make(t: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
-        inner = factory(t, conv)
-
-        def hook(obj: Any, tp: Any) -> Any:
-            if not isinstance(obj, kind):
-                raise InvalidState(f"expected {label}, got {type(obj).__name__}")
-            return inner(obj, tp)
-
-        return hook
-
-    return make
-
-
-def _origin_is(kind: Any) -> Callable[[Any], bool]:
-    return lambda t: bool(get_origin(t) == kind)
-
-
-def _omit_defaults(c: cattrs.Converter, cls: type) -> None:
-    """Messages are most of what is stored: leave out fields at their default (never the tag)."""
-    hook: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
-        cls, c, _cattrs_omit_if_default=True, type=override(omit_if_default=False)
-    )
-    c.register_unstructure_hook(cls, hook)
-
-
-def make_converter(*, detailed: bool = True) -> cattrs.Converter:
-    """The private converter: strict scalars, tagged blocks, no extra keys in known classes.
-
-    ``detailed=False`` is the fast path every decode takes first; only a failure is
-    structured again with detailed validation, to say which field is wrong.
-    """
-    c = cattrs.Converter(forbid_extra_keys=True, detailed_validation=detailed)
-    structure_block, structure_output = _block_hooks(c)
-    c.register_structure_hook(str, _structure_str)
-    c.register_structure_hook(int, _structure_int)
-    c.register_structure_hook(bool, _structure_bool)
-    c.register_structure_hook(float, _structure_float)
-    c.register_structure_hook(Any, _structure_json)
-    c.register_structure_hook_factory(
-        _origin_is(list), _strict(list, list_structure_factory, "an array")
-    )
-    c.register_structure_hook_factory(
-        lambda t: _origin_is(tuple)(t) and ... in get_args(t),
-        _strict(list, homogenous_tuple_structure_factory, "an array"),
-    )
-    c.register_structure_hook_factory(
-        _origin_is(dict), _strict(dict, mapping_structure_factory, "an object")
-    )
-    c.register_structure_hook(ContentBlock, structure_block)
-    c.register_structure_hook(OutputBlock, structure_output)
-
-    def structure_history(obj: Any, _: Any) -> History:
-        if type(obj) is list:
-            try:
-                with gc_paused():
-                    return History([fast_msg(doc, _check_free) for doc in obj])
-            except Mismatch:
-                pass  # the converter says which message and field is wrong
-        # not committed: a history decoded from JSON is not known to be what any store holds,
-        # so the next save writes all of it (an edit made through JSON is never dropped)
-        return History(c.structure(obj, list[Msg]))
-
-    c.register_structure_hook(History, structure_history)
-    c.register_unstructure_hook(History, lambda h: [_msg_doc(m) for m in h])
-    c.register_unstructure_hook(ContentBlock, lambda b: c.unstructure(b, type(b)))
-    c.register_unstructure_hook(OutputBlock, lambda b: c.unstructure(b, type(b)))
-    for cls in BLOCK_TYPES.values():
-        _omit_defaults(c, cls)
-    c.register_unstructure_hook(
-        Msg,
-        make_dict_unstructure_fn(
-            Msg, c, _cattrs_omit_if_default=True, role=override(omit_if_default=False)
-        ),
-    )
-    return c
-
-
-_c = make_converter()
-_fast = make_converter(detailed=False)
-
-
-def _warm_up() -> None:
-    """cattrs compiles a class's hooks on first use (milliseconds each): do it at import,
-    not inside some process's first call."""
-    attrs.resolve_types(AgentState)
-    for field in attrs.fields(AgentState):
-        if field.name in ("context", "extensions"):
-            continue
-        for conv in (_c, _fast):
-            conv.get_structure_hook(field.type)
-            conv.get_unstructure_hook(field.type)
-    for conv in (_c, _fast):
-        conv.get_structure_hook(AgentState)
-        conv.get_structure_hook(Msg)
-        conv.get_unstructure_hook(Msg)
-        for cls in BLOCK_TYPES.values():
-            conv.get_structure_hook(cls)
-            conv.get_unstructure_hook(cls)
-
-
-_FIXED_DEPTH = 4  # state > context > message > content block: where free-form values start
-
-
-def _warm_paths() -> None:
-    """Then run the real paths once: generating one class's hook clears cattrs's dispatch
-    cache, so some hooks warmed above are generated again on their first real use."""
-    state = AgentState(
-        session_id="warm",
-        tool_context=ToolContext(activated_groups=["g"]),
-    )
-    for _ in range(2):
-        decode_head(encode_head(state), ())
-        decode_state(encode_state(state))
-
-
-_warm_up()
-
-
-def _explain(exc: BaseException, where: str) -> str:
-    if isinstance(exc, cattrs.BaseValidationError):
-        parts = cattrs.transform_error(exc, path=f"$.{where}" if where else "$")
-        return "; ".join(parts)
-    return str(exc)
-
-
-def structure(data: Any, cls: type[T], *, where: str = "") -> T:
-    """Turn parsed JSON into ``cls``; any mismatch is an ``InvalidState`` naming the field."""
-    try:
-        return _fast.structure(data, cls)
-    except Exception:  # noqa: S110 - structured again below, to explain
-        pass
-    try:
-        return _c.structure(data, cls)
-    except InvalidState:
-        raise
-    except Exception as exc:  # cattrs groups, KeyError, TypeError ... all become one type
-        raise InvalidState(f"invalid {cls.__name__}: {_explain(exc, where)}") from None
-
-
-def unstructure(value: Any) -> Any:
-    return _c.unstructure(value)
 
 
 def reserved_section(name: str) -> None:
@@ -271,24 +60,8 @@ def _writable_section(name: object) -> None:
 # --------------------------------------------------------------------------- messages
 
 
-def msg_to_dict(msg: Msg) -> dict[str, Any]:
-    return _c.unstructure(msg, Msg)  # type: ignore[no-any-return]
-
-
-def _msg_doc(msg: Msg) -> dict[str, Any]:
-    """What is stored for a message, with its free-form values held to the limit that
-    decoding applies (so a message that encodes always decodes)."""
-    try:
-        return msg_doc(msg, _check_free)
-    except Mismatch:  # a subclass, or a value of the wrong type: the converter's path
-        data = msg_to_dict(msg)
-        # metadata sits one level below the message: the decoder's limit for it, exactly
-        check_depth(data, MAX_DEPTH - _FIXED_DEPTH + 1, where="message")
-        return data
-
-
 message_doc = _msg_doc
-"""The JSON document stored for a message (public: a session log embeds it in an event)."""
+"""The format-1 JSON document of a message (public: a session log embeds it in an event)."""
 
 
 def _text_size(msg: Msg) -> int:
@@ -308,21 +81,26 @@ def _text_size(msg: Msg) -> int:
 
 
 def encode_msg(msg: Msg) -> bytes:
-    """A message over the limit by its text is refused before it is encoded; its free-form
-    values (tool input, metadata) were walked for depth already, and a message over the
-    limit through them is refused once encoded (at most its own size allocated)."""
+    """A message record in format 2 (``_compact``), or format 1 for what format 2 does not
+    cover (a subclass, a value of the wrong type: the converter's document, as before).
+
+    A message over the limit by its text is refused before it is encoded; its free-form
+    values (tool input, metadata) are walked for depth as they are written, and a message
+    over the limit through them is refused once encoded (at most its own size allocated)."""
     if not isinstance(msg, Msg):
         raise InvalidState(f"expected a Msg, got {type(msg).__name__}")
-    return _dump(_msg_doc(msg), limit=MAX_MESSAGE_BYTES, what="message", bound=_text_size(msg))
-
-
-def _check_free(value: Any) -> None:
-    if value:
-        check_depth(value, MAX_DEPTH - _FIXED_DEPTH, where="a free-form value")
+    try:
+        doc: Any = compact_doc(msg, _check_free)
+    except (TypeError, KeyError, AttributeError):
+        doc = _msg_doc(msg)
+    return _dump(doc, limit=MAX_MESSAGE_BYTES, what="message", bound=_text_size(msg))
 
 
 def msg_from_dict(doc: Any, *, where: str = "message") -> Msg:
-    """Parsed JSON to a ``Msg``: the strict fast path, else the converter (which explains)."""
+    """Parsed JSON to a ``Msg``: a format-2 array, or a format-1 object through the strict
+    fast path, else the converter (which explains)."""
+    if type(doc) is list:
+        return compact_msg(doc, _check_free, where)
     try:
         return fast_msg(doc, _check_free)
     except Mismatch:
@@ -333,37 +111,23 @@ def decode_msg(data: bytes | str) -> Msg:
     return msg_from_dict(_parse(data, limit=MAX_MESSAGE_BYTES, what="message"))
 
 
-_PARSE_CHUNK = 128
+_PARSE_CHUNK = 128  # a large state document's history is parsed this many messages at a time
 
 
 def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
-    """Decode many stored messages at once (a cold load): one parse per chunk of messages.
+    """Decode many stored message records at once (a cold load), either format.
 
     Same rules and errors as ``decode_msg`` for each item; on any failure the items are
-    decoded one by one, so the error names the first bad one. Chunks, not one parse of the
-    whole batch: the parsed documents of a chunk are freed before the next one is parsed, so
-    a cold load touches a third of the fresh memory (each new page is a page fault, and
-    faults were most of a cold decode's time).
+    decoded one by one, so the error names the first bad one. One parse per record, each
+    built at once: a record's parsed document is freed before the next is parsed, so a
+    cold load touches little fresh memory (each new page is a page fault, and faults were
+    once most of a cold decode's time).
     """
-    out: list[Msg] = []
     try:
         with gc_paused():
-            for at in range(0, len(items), _PARSE_CHUNK):
-                raw = [
-                    i if type(i) is bytes else i.encode("utf-8")  # type: ignore[union-attr]
-                    for i in items[at : at + _PARSE_CHUNK]
-                ]
-                if max(map(len, raw)) > MAX_MESSAGE_BYTES or not all(
-                    r.lstrip()[:1] == b"{" for r in raw
-                ):
-                    raise ValueError
-                docs = orjson.loads(b"[" + b",".join(raw) + b"]")
-                if len(docs) != len(raw):
-                    raise ValueError  # an item held more than one value ("{...},{...}")
-                out += [fast_msg(doc, _check_free) for doc in docs]
-        return out
+            return compact_records(items, _check_free, fast_msg, MAX_MESSAGE_BYTES)
     except (ValueError, TypeError, AttributeError, UnicodeEncodeError, Mismatch):
-        return [decode_msg(item) for item in items]
+        return [decode_msg(item) for item in items]  # InvalidState is a ValueError too
 
 
 # --------------------------------------------------------------------------- state
@@ -479,6 +243,18 @@ def loads(data: bytes | str, *, limit: int = MAX_STATE_BYTES, what: str = "docum
     doc = _parse(data, limit=limit, what=what)
     check_depth(doc, where=what)
     return doc
+
+
+def _warm_paths() -> None:
+    """Then run the real paths once: generating one class's hook clears cattrs's dispatch
+    cache, so some hooks warmed above are generated again on their first real use."""
+    state = AgentState(
+        session_id="warm",
+        tool_context=ToolContext(activated_groups=["g"]),
+    )
+    for _ in range(2):
+        decode_head(encode_head(state), ())
+        decode_state(encode_state(state))
 
 
 _warm_paths()

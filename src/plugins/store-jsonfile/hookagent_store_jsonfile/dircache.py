@@ -33,7 +33,8 @@ import attrs
 from . import posixio as io
 
 DIR_SLOTS: Final = 256
-"""Directory fds kept open per store instance at most (also at most 1/8 of RLIMIT_NOFILE)."""
+"""Directories kept open per store instance at most, and at most 1/16 of RLIMIT_NOFILE (a key
+directory's entry holds up to three fds: itself, its head and its hint)."""
 
 
 @attrs.define(eq=False)
@@ -45,6 +46,11 @@ class _Entry:
     live: bool = True
     """False once evicted or replaced: the last release closes the fd."""
     durable: bool = False
+    hint: int = -1
+    """A key directory's ``.end`` hint, opened read-write once (``-1``: not held)."""
+    head: int = -1
+    """A key directory's ``head`` as last opened (``-1``: not held), and its inode."""
+    head_id: tuple[int, int] = (0, 0)
 
 
 _CACHES: weakref.WeakSet[DirCache] = weakref.WeakSet()
@@ -67,7 +73,7 @@ def _slots() -> int:
         return 0
     if soft == resource.RLIM_INFINITY:
         return DIR_SLOTS
-    return max(0, min(DIR_SLOTS, soft // 8))
+    return max(0, min(DIR_SLOTS, soft // 16))
 
 
 class DirCache:
@@ -141,6 +147,12 @@ class DirCache:
 
     def _close(self, entry: _Entry) -> None:
         self._leased.pop(entry.fd, None)
+        if entry.hint >= 0:
+            os.close(entry.hint)
+            entry.hint = -1
+        if entry.head >= 0:
+            os.close(entry.head)
+            entry.head = -1
         os.close(entry.fd)
 
     def release(self, fd: int) -> None:
@@ -153,6 +165,45 @@ class DirCache:
                     self._close(entry)
                 return
         os.close(fd)
+
+    def hint(self, fd: int) -> int:
+        """The ``.end`` fd held with the leased key directory ``fd``, or -1. Valid while
+        ``fd`` is leased (it closes with it)."""
+        with self._lock:
+            entry = self._leased.get(fd)
+            return entry.hint if entry is not None and entry.live else -1
+
+    def keep_hint(self, fd: int, hint: int) -> bool:
+        """Hold ``hint`` (an open ``.end``) with the leased key directory ``fd``; False if
+        it cannot be held (the caller closes it)."""
+        with self._lock:
+            entry = self._leased.get(fd)
+            if entry is None or not entry.live or entry.hint >= 0:
+                return False
+            entry.hint = hint
+            return True
+
+    def head(self, fd: int) -> tuple[int, tuple[int, int]]:
+        """The ``head`` fd held with the leased key directory ``fd`` and its ``(st_dev,
+        st_ino)``, or -1. Valid while ``fd`` is leased."""
+        with self._lock:
+            entry = self._leased.get(fd)
+            if entry is None or not entry.live:
+                return -1, (0, 0)
+            return entry.head, entry.head_id
+
+    def keep_head(self, fd: int, head: int, head_id: tuple[int, int]) -> bool:
+        """Hold ``head`` (an open ``head`` file) with the leased key directory ``fd``,
+        replacing the one held only when no other thread leases the directory (it may be
+        reading the old one); False if not held (the caller closes it)."""
+        with self._lock:
+            entry = self._leased.get(fd)
+            if entry is None or not entry.live or (entry.head >= 0 and entry.refs != 1):
+                return False
+            if entry.head >= 0:
+                os.close(entry.head)
+            entry.head, entry.head_id = head, head_id
+            return True
 
     def durable(self, key: tuple[str, ...], fd: int) -> bool:
         """Whether ``key``'s name in its parent is known durable (``fd``: its leased fd)."""

@@ -327,10 +327,11 @@ class LocalCore(LocalCreate):
                     self.seen.drop(*ck)
                     self.cache.drop(*ck)
                     raise recreated(ck, expected, current)
+            size: int | None = None  # the record file's, read under the lock
             if tip is not None and head is not None and head.tail:  # (format 1: past the
                 assert kd is not None  # head's length nothing was ever acknowledged)
                 at = self.root_path.joinpath(*slot_parts(ck[0], ck[1]), *kparts)
-                self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before any cut
+                size = self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before cuts
             if newer:
                 assert fence is not None
                 self._fence_record(sd, fence)
@@ -353,7 +354,7 @@ class LocalCore(LocalCreate):
                     COMPACT_MIN, head.size // COMPACT_RATIO
                 ):
                     end = self._append(
-                        kd, log_fd, tip, payloads, history[base:], head_state, where, ck
+                        kd, log_fd, tip, payloads, history[base:], head_state, where, ck, size
                     )
                 elif head.tail:
                     gen = self._compact(

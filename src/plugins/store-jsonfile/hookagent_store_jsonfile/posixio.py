@@ -207,6 +207,11 @@ def _pread(fd: int, length: int, offset: int) -> bytes:
     return bytes(out)
 
 
+def read_small(fd: int, length: int) -> bytes:
+    """The first ``length`` bytes of a small file (a head, a hint) held open."""
+    return _pread(fd, length, 0)
+
+
 def pread_exact(fd: int, length: int, offset: int) -> bytes:
     """``length`` bytes at ``offset`` (fewer only at the end of the file)."""
     return _pread(fd, length, offset)

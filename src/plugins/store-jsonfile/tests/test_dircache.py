@@ -64,23 +64,26 @@ class Calls:
         self.fsynced.clear()
 
 
-def test_warm_loads_and_saves_open_no_directory(
+def test_warm_loads_and_saves_open_no_directory_head_or_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     core = _core(tmp_path / "r")
     core.save("u", "s", _state("s", "a"), 0, K, None)
-    core.get("u", "s", K)  # (the key directory was renamed into place: opened once)
+    # the key directory (renamed into place) and the hint (made by the first append): once
+    got = core.get("u", "s", K)
+    assert got.state is not None
+    got.state.context.append(Msg.user("m1"))
+    assert core.save("u", "s", got.state, 1, K, None) == 2
     calls = Calls(monkeypatch)
-    for n in range(1, 4):
+    for n in range(2, 5):
         got = core.get("u", "s", K)
         assert got.state is not None
         got.state.context.append(Msg.user(f"m{n}"))
         assert core.save("u", "s", got.state, got.version, K, None) == n + 1
     assert calls.dir_opens == 0  # user, session and key directories: cached fds
     assert len(calls.fsynced) == 3  # one per append: the record file
-    # a load: head, hint (and the lock for nothing); a save: lock, head, hint, log, hint write
-    assert calls.file_opens <= 3 * 2 + 3 * 5
-    assert _texts(_core(tmp_path / "r"), "s") == ["a", "m1", "m2", "m3"]
+    assert calls.file_opens == 3 * 2  # a save: the lock and the record file (head, hint held)
+    assert _texts(_core(tmp_path / "r"), "s") == ["a", "m1", "m2", "m3", "m4"]
 
 
 def test_a_first_save_fsyncs_the_root_once_per_user(
@@ -181,3 +184,40 @@ def test_close_releases_the_cached_fds(tmp_path: Path) -> None:
     assert len(os.listdir("/proc/self/fd")) == before
     assert _texts(core, "s3") == ["a"]  # reopened on use
     core.close()
+
+
+def test_a_head_replaced_by_another_instance_is_read_anew(tmp_path: Path) -> None:
+    """The held head fd is checked against the name's inode: a rewrite elsewhere (a new head
+    renamed over it, a new generation) is seen at once."""
+    root = tmp_path / "r"
+    a, b = _core(root), _core(root)
+    a.save("u", "s", _state("s", "a"), 0, K, None)
+    assert _texts(a, "s") == ["a"]
+    got = b.get("u", "s", K)
+    assert got.state is not None
+    edited = _state("s", "x", "y", "z")  # not an append: a rewrite with a new head
+    assert b.save("u", "s", edited, got.version, K, None) == 2
+    assert _texts(a, "s") == ["x", "y", "z"]
+    again = a.get("u", "s", K)
+    assert again.state is not None
+    again.state.context.append(Msg.user("w"))
+    assert a.save("u", "s", again.state, again.version, K, None) == 3
+    assert _texts(b, "s") == ["x", "y", "z", "w"]
+    assert _texts(_core(root), "s") == ["x", "y", "z", "w"]
+
+
+def test_no_cache_slots_still_works(tmp_path: Path) -> None:
+    """``DirCache(0)`` (a tiny RLIMIT_NOFILE): every fd is the caller's, closed after use."""
+    from hookagent_store_jsonfile.dircache import DirCache
+
+    core = _core(tmp_path / "r")
+    core.dirs = DirCache(0)
+    assert not core.exists("u", "s", K)  # (opens the root, kept)
+    before = len(os.listdir("/proc/self/fd"))
+    core.save("u", "s", _state("s", "a"), 0, K, None)
+    got = core.get("u", "s", K)
+    assert got.state is not None
+    got.state.context.append(Msg.user("b"))
+    assert core.save("u", "s", got.state, 1, K, None) == 2
+    assert _texts(core, "s") == ["a", "b"]
+    assert len(os.listdir("/proc/self/fd")) == before

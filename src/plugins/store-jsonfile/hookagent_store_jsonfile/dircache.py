@@ -17,7 +17,9 @@ away and back (a new entry under the old name with the same inode).
 
 fds in use are leased (a count per entry): an entry evicted or replaced while a thread uses it
 is closed by the last ``release``, never under a thread's feet (a closed fd's number is soon
-reused by another open).
+reused by another open). A shared fd is only ever used as a ``dir_fd`` and for listings under
+the slot's lock; a listing without it (``orphan_check`` in a load) goes through its own open
+of the directory (``posixio.listdir_own``): ``listdir(fd)`` shares the fd's position.
 """
 
 from __future__ import annotations

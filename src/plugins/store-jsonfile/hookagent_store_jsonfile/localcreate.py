@@ -26,7 +26,8 @@ from .records import Head, decode_fence, encode_fence, encode_head_file
 
 def orphan_check(kd: int, where: str) -> None:
     """A key directory with no head: ``CorruptState`` if history files remain in it."""
-    left = sorted(n for n in os.listdir(kd) if is_log_name(n) or n.startswith(TORN_PREFIX))
+    names = io.listdir_own(kd)  # (unlocked in loads: ``kd`` may be shared with another thread)
+    left = sorted(n for n in names if is_log_name(n) or n.startswith(TORN_PREFIX))
     if left:
         raise CorruptState(
             f"{where}: the head is missing but the history remains ({', '.join(left)}): a "

@@ -39,6 +39,7 @@ from hookagent.store.base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion
 
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
+from .dircache import DirCache, walk
 from .frames import encode_batches
 from .guards import check_writable, decode_loaded
 from .layout import HEAD, LOCK, id_parts, slot_parts
@@ -87,6 +88,8 @@ class LocalCore(LocalCreate):
         self.dur = io.Durability()
         self.cache = HistoryCache(cache_slots)
         self.index = SessionIndex()
+        self.dirs = DirCache()
+        """Open user, session and key directories, each checked by one ``lstat`` at use."""
         self._heads: dict[bytes, Head] = {}  # head file content -> decoded (immutable)
         self._root_fd: int | None = None
         self._open_lock = threading.Lock()
@@ -147,6 +150,7 @@ class LocalCore(LocalCreate):
                 self._root_fd = None
         self.cache.clear()
         self.index.clear()
+        self.dirs.clear()
 
     # ------------------------------------------------------------------ reads
 
@@ -156,11 +160,11 @@ class LocalCore(LocalCreate):
         sparts, kparts = slot_parts(user_id, session_id), id_parts(key)
         try:
             for _ in range(RETRIES):
-                sd = io.walk(root, sparts, create=False, dur=self.dur)
+                sd = walk(self.dirs, root, (), sparts, create=False, dur=self.dur)
                 if sd is None:
                     return Versioned(None, 0)
                 try:
-                    kd = io.walk(sd, kparts, create=False, dur=self.dur)
+                    kd = walk(self.dirs, sd, tuple(sparts), kparts, create=False, dur=self.dur)
                     if kd is None:
                         return Versioned(None, 0)
                     try:
@@ -182,9 +186,9 @@ class LocalCore(LocalCreate):
                                 ) from None
                             continue
                     finally:
-                        os.close(kd)
+                        self.dirs.release(kd)
                 finally:
-                    os.close(sd)
+                    self.dirs.release(sd)
                 self.seen.put((user_id, session_id, key), Seen(got.version, head.gen, got.size))
                 state = decode_loaded(got.state, got.msgs, (user_id, session_id, key))
                 return Versioned(state, got.version)
@@ -196,9 +200,8 @@ class LocalCore(LocalCreate):
         root = self.root()
         where = where_of(user_id, session_id, key)
         try:
-            kd = io.walk(
-                root, slot_parts(user_id, session_id) + id_parts(key), create=False, dur=self.dur
-            )
+            parts = slot_parts(user_id, session_id) + id_parts(key)
+            kd = walk(self.dirs, root, (), parts, create=False, dur=self.dur)
             if kd is None:
                 return False
             try:
@@ -207,7 +210,7 @@ class LocalCore(LocalCreate):
                 orphan_check(kd, where)
                 return False
             finally:
-                os.close(kd)
+                self.dirs.release(kd)
         except OSError as exc:
             raise io.mapped(exc, f"checking {where}") from exc
         if not stat.S_ISREG(st.st_mode):
@@ -233,18 +236,24 @@ class LocalCore(LocalCreate):
         where = where_of(user_id, session_id, key)
         sparts = slot_parts(user_id, session_id)
         for _ in range(RETRIES):
-            fds: list[int] = []
+            dirs: list[int] = []  # leased from ``self.dirs``
+            lk = -1
             new_dirs: list[int] = []  # parents with a new entry, fsynced before the commit
             try:
                 try:
-                    pd = io.walk(root, sparts[:-1], create=True, dur=self.dur, pending=new_dirs)
+                    pd = walk(
+                        self.dirs, root, (), sparts[:-1], create=True, dur=self.dur,
+                        pending=new_dirs,
+                    )  # fmt: skip
                     assert pd is not None
-                    fds.append(pd)
-                    sd = io.open_dir(pd, sparts[-1], create=True, dur=self.dur, pending=new_dirs)
+                    dirs.append(pd)
+                    sd = walk(
+                        self.dirs, pd, tuple(sparts[:-1]), sparts[-1:], create=True,
+                        dur=self.dur, pending=new_dirs,
+                    )  # fmt: skip
                     assert sd is not None
-                    fds.append(sd)
+                    dirs.append(sd)
                     lk = io.track(os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd))
-                    fds.append(lk)
                 except FileNotFoundError:
                     continue  # a concurrent delete removed a directory on the way: walk again
                 fcntl.flock(lk, fcntl.LOCK_EX)
@@ -266,8 +275,12 @@ class LocalCore(LocalCreate):
             except OSError as exc:
                 raise io.mapped(exc, f"saving {where}") from exc
             finally:
-                for fd in reversed(fds + new_dirs):
-                    io.close_fd(fd)
+                for fd in reversed(new_dirs):
+                    os.close(fd)
+                if lk >= 0:
+                    io.close_fd(lk)
+                for fd in reversed(dirs):
+                    self.dirs.release(fd)
             history.mark_committed()
             return version
         raise StoreUnavailable(f"{where}: the slot kept being deleted during the save")
@@ -287,7 +300,8 @@ class LocalCore(LocalCreate):
         new_dirs: list[int],
     ) -> int:
         newer = fence is not None and self._fence_check(sd, fence, where)
-        kd = io.walk(sd, kparts, create=False, dur=self.dur)
+        sparts = slot_parts(ck[0], ck[1])
+        kd = walk(self.dirs, sd, tuple(sparts), kparts, create=False, dur=self.dur)
         log_fd = -1
         try:
             if self.sweep_after is not None and ck not in self._swept:
@@ -313,10 +327,11 @@ class LocalCore(LocalCreate):
                     self.seen.drop(*ck)
                     self.cache.drop(*ck)
                     raise recreated(ck, expected, current)
+            size: int | None = None  # the record file's, read under the lock
             if tip is not None and head is not None and head.tail:  # (format 1: past the
                 assert kd is not None  # head's length nothing was ever acknowledged)
                 at = self.root_path.joinpath(*slot_parts(ck[0], ck[1]), *kparts)
-                self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before any cut
+                size = self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before cuts
             if newer:
                 assert fence is not None
                 self._fence_record(sd, fence)
@@ -324,7 +339,6 @@ class LocalCore(LocalCreate):
             append = tip is not None and expected == current and 0 < base == tip.count
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if head is None:
-                sparts = slot_parts(ck[0], ck[1])
                 data = encode_batches(payloads)
                 gen = self._create(
                     sd, sparts, kparts, kd, data, len(payloads), head_state, new_dirs
@@ -340,7 +354,7 @@ class LocalCore(LocalCreate):
                     COMPACT_MIN, head.size // COMPACT_RATIO
                 ):
                     end = self._append(
-                        kd, log_fd, tip, payloads, history[base:], head_state, where, ck
+                        kd, log_fd, tip, payloads, history[base:], head_state, where, ck, size
                     )
                 elif head.tail:
                     gen = self._compact(
@@ -359,7 +373,7 @@ class LocalCore(LocalCreate):
             if log_fd >= 0:
                 os.close(log_fd)
             if kd is not None:
-                os.close(kd)
+                self.dirs.release(kd)
 
     def _sweep_slot(
         self, sd: int, kd: int | None, ck: tuple[str, str, str], *, fresh: bool

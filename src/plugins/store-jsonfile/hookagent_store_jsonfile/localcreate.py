@@ -17,6 +17,7 @@ from hookagent.errors import CorruptState
 from hookagent.store.base import Fence
 
 from . import posixio as io
+from .dircache import DirCache, walk
 from .guards import fence_is_newer
 from .layout import FENCE, HEAD, TORN_PREFIX, is_log_name, log_name
 from .localwrite import LocalWrites
@@ -25,7 +26,8 @@ from .records import Head, decode_fence, encode_fence, encode_head_file
 
 def orphan_check(kd: int, where: str) -> None:
     """A key directory with no head: ``CorruptState`` if history files remain in it."""
-    left = sorted(n for n in os.listdir(kd) if is_log_name(n) or n.startswith(TORN_PREFIX))
+    names = io.listdir_own(kd)  # (unlocked in loads: ``kd`` may be shared with another thread)
+    left = sorted(n for n in names if is_log_name(n) or n.startswith(TORN_PREFIX))
     if left:
         raise CorruptState(
             f"{where}: the head is missing but the history remains ({', '.join(left)}): a "
@@ -37,6 +39,8 @@ def orphan_check(kd: int, where: str) -> None:
 class LocalCreate(LocalWrites):
     """Base of ``LocalCore``: first saves, fences and the ancestors a first save syncs."""
 
+    dirs: DirCache
+
     def _fence_check(self, sd: int, fence: Fence, where: str) -> bool:
         """The one fence rule against the session's ``.fence``; True if ``fence`` is newer
         (recorded by ``_fence_record`` once the save's own checks passed)."""
@@ -47,26 +51,32 @@ class LocalCreate(LocalWrites):
         io.replace_file(sd, FENCE, encode_fence(fence.epoch, fence.owner), self.dur, "the fence")
         self.dur.fsync(sd, "the session directory (fence rename)")
 
-    def _pend_ancestors(self, parts: list[str], new_dirs: list[int]) -> None:
-        """A first save fsyncs (before its commit) every directory from the root down to
-        ``parts``: one left by a failed or killed earlier save may have no durable entry."""
+    def _pend_ancestors(
+        self, full: list[str], new_dirs: list[int], held: list[tuple[tuple[str, ...], int]]
+    ) -> None:
+        """A first save fsyncs (before its commit) every directory from the root down to the
+        parent of ``full`` (the key's parent): one left by a failed or killed earlier save may
+        have no durable entry. Skipped for an entry this store instance knows durable (see
+        ``dircache``): the root's fsync for a user seen before. ``held`` gets each level's
+        path and fd (the caller marks them durable once the save committed, then releases
+        them)."""
         seen = set()
         for fd in new_dirs:
             st = os.fstat(fd)
             seen.add((st.st_dev, st.st_ino))
-        fd = os.dup(self.root())
-        try:
-            for name in [None, *parts]:
-                if name is not None:
-                    nxt = os.open(name, io.DIR_FLAGS, dir_fd=fd)
-                    os.close(fd)
-                    fd = nxt
+        fd = self.root()
+        for i in range(len(full)):
+            child = tuple(full[: i + 1])
+            nxt = walk(self.dirs, fd, child[:-1], [full[i]], create=False, dur=self.dur)
+            if nxt is None:
+                raise FileNotFoundError(f"{'/'.join(child)} vanished during a first save")
+            held.append((child, nxt))
+            if not self.dirs.durable(child, nxt):
                 st = os.fstat(fd)
                 if (st.st_dev, st.st_ino) not in seen:
                     seen.add((st.st_dev, st.st_ino))
                     new_dirs.append(os.dup(fd))
-        finally:
-            os.close(fd)
+            fd = nxt
 
     def _create(
         self, sd: int, sparts: list[str], kparts: list[str], kd: int | None, data: bytes,
@@ -76,9 +86,10 @@ class LocalCreate(LocalWrites):
         (over the empty key directory a failed save may have left). Returns the generation."""
         kpd = io.walk(sd, kparts[:-1], create=True, dur=self.dur, pending=new_dirs)
         assert kpd is not None
+        held: list[tuple[tuple[str, ...], int]] = []
         try:
             # every directory above the key's parent: that one is fsynced after the rename
-            self._pend_ancestors((sparts + kparts[:-1])[:-1], new_dirs)
+            self._pend_ancestors(sparts + kparts[:-1], new_dirs, held)
             if kd is not None:
                 self._clear_dir(kd)  # (orphan_check passed: a stale hint or temp file at most)
             gen = secrets.token_hex(8)
@@ -107,6 +118,10 @@ class LocalCreate(LocalWrites):
                 if not renamed:
                     io.rmtree_at(kpd, tmp)
                 raise
+            for path, fd in held:  # every directory on the path has a durable entry now
+                self.dirs.mark_durable(path, fd)
             return gen
         finally:
+            for _, fd in reversed(held):
+                self.dirs.release(fd)
             os.close(kpd)

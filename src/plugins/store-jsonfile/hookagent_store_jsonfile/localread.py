@@ -22,6 +22,7 @@ from hookagent.errors import CorruptState
 
 from . import posixio as io
 from .cache import Cached, Seen, SlotKey
+from .dircache import DirCache
 from .frames import decode_messages
 from .layout import HINT, LOCK, log_name
 from .localtree import LocalTree
@@ -37,20 +38,57 @@ def encode_hint(gen: str, end: int) -> bytes:
     return body + struct.pack(">I", zlib.crc32(body))
 
 
-def read_hint(kd: int, head: Head, where: str = "") -> int:
+HINT_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+"""``.end`` as the store keeps it open (non-blocking: a planted FIFO is refused, never
+waited on)."""
+
+
+def read_hint(kd: int, head: Head, where: str = "", dirs: DirCache | None = None) -> int:
     """The acknowledged end the ``.end`` hint records for ``head``'s generation, else 0.
 
     Written after an append's fsync, never fsynced itself: it can only be behind the file
     (stale or missing after a crash), never ahead, so the file ending before it means that
-    acknowledged commits were cut off (fail closed) rather than a torn write.
+    acknowledged commits were cut off (fail closed) rather than a torn write. With ``dirs``
+    (``kd`` leased from it) the file is kept open with the key directory: one ``pread`` per
+    read. The store never unlinks a hint but with its key directory (whose replacement the
+    cache notices); one unlinked by hand leaves this instance reading its own old copy, a
+    hint that is at worst behind, as after a crash.
     """
-    data = io.read_file(kd, HINT, where)
+    hint = -1 if dirs is None else dirs.hint(kd)
+    if hint >= 0:
+        data: bytes | None = os.pread(hint, _HINT.size + 1, 0)
+    elif dirs is None:
+        data = io.read_file(kd, HINT, where)
+    else:
+        data = _open_hint(kd, where, dirs)
     if data is None or len(data) != _HINT.size:
         return 0
     gen, end, crc = _HINT.unpack(data)
     if crc != zlib.crc32(data[:-4]) or gen.rstrip(b"\0") != head.gen.encode():
         return 0  # torn, or left by another generation
     return int(end)
+
+
+def _open_hint(kd: int, where: str, dirs: DirCache) -> bytes | None:
+    """Read ``.end`` through an fd then held with ``kd`` (read only if it cannot be written)."""
+    try:
+        fd = os.open(HINT, HINT_FLAGS, dir_fd=kd)
+    except FileNotFoundError:
+        return None
+    except (PermissionError, IsADirectoryError):  # read only, or not a file (refused there)
+        return io.read_file(kd, HINT, where)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            at = f"{where}: " if where else ""
+            raise CorruptState(f"{at}{HINT!r} in the store tree is not a regular file")
+        data = os.pread(fd, _HINT.size + 1, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not dirs.keep_hint(kd, fd):
+        os.close(fd)
+    return data
 
 
 def _mine(seen: Seen | None, reached: int) -> str:
@@ -84,6 +122,8 @@ def usable(hit: Cached | None, head: Head) -> Cached | None:
 
 class LocalReads(LocalTree):
     """Base of ``LocalCore``: reading the newest committed state of a key directory."""
+
+    dirs: DirCache
 
     def _share(self, sd: int, kd: int, head: Head, where: str) -> int:
         """The slot's lock file, flocked shared, once the head is still ``head``; -1 if a
@@ -125,7 +165,7 @@ class LocalReads(LocalTree):
         seen = self.seen.get(ck)
         if seen is not None and seen.gen != head.gen:
             seen = None  # another generation: what this instance saw proves nothing here
-        acked = read_hint(kd, head, where) if head.tail else 0
+        acked = read_hint(kd, head, where, self.dirs) if head.tail else 0
         if seen is not None and seen.end > acked:
             acked = seen.end  # acknowledged too, though the hint may be stale or lost
         fd = log_fd
@@ -160,7 +200,7 @@ class LocalReads(LocalTree):
                     end = known  # a writer is in flight: the state it may not cut back
                 else:
                     end = os.fstat(fd).st_size
-                    acked = max(acked, read_hint(kd, head, where))
+                    acked = max(acked, read_hint(kd, head, where, self.dirs))
                     if end < max(known, acked):
                         raise CorruptState(
                             f"{where}: the history file is shorter than its committed length"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 import time
 
@@ -18,6 +19,7 @@ from hookagent.store.base import SessionPage
 
 from . import posixio as io
 from .cache import HistoryCache, Seen, SlotLru
+from .dircache import DirCache
 from .layout import (
     FENCE,
     HEAD,
@@ -53,13 +55,14 @@ class LocalTree:
     _heads: dict[bytes, Head]
     _open_lock: threading.Lock
     index: SessionIndex
+    dirs: DirCache
 
     def root(self) -> int:  # pragma: no cover - provided by LocalCore
         raise NotImplementedError
 
     def _read_head(self, kd: int, where: str) -> Head | None:
         """The committed head; decoded once per distinct content (heads rarely change)."""
-        data = io.read_file(kd, HEAD, where)
+        data = self._head_bytes(kd, where)
         if data is None:
             return None
         head = self._heads.get(data)
@@ -70,6 +73,35 @@ class LocalTree:
                     self._heads.clear()
                 self._heads[data] = head
         return head
+
+    def _head_bytes(self, kd: int, where: str) -> bytes | None:
+        """The head file's content. A head is never written in place (a new one is renamed
+        over it), so with ``kd`` leased from ``self.dirs`` the file stays open with it: an
+        ``lstat`` of the name giving the held inode, then one ``pread`` of its size."""
+        held, held_id = self.dirs.head(kd)
+        if held >= 0:
+            try:
+                st = os.stat(HEAD, dir_fd=kd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            if (st.st_dev, st.st_ino) == held_id:
+                return io.read_small(held, st.st_size)
+        try:
+            fd = os.open(HEAD, io.READ_FLAGS, dir_fd=kd)
+        except FileNotFoundError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                at = f"{where}: " if where else ""
+                raise CorruptState(f"{at}{HEAD!r} in the store tree is not a regular file")
+            data = io.read_small(fd, st.st_size)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not self.dirs.keep_head(kd, fd, (st.st_dev, st.st_ino)):
+            os.close(fd)
+        return data
 
     # ------------------------------------------------------------------ delete
 

@@ -21,7 +21,7 @@ from . import posixio as io
 from .cache import Cached
 from .frames import encode_batches, encode_commit
 from .layout import HEAD, HINT, TORN_PREFIX, is_log_name, log_name
-from .localread import LocalReads, encode_hint
+from .localread import HINT_FLAGS, LocalReads, encode_hint
 from .logscan import clean_tear, scan_tail
 from .records import Head, decode_head_file, encode_head_file
 
@@ -52,9 +52,10 @@ class LocalWrites(LocalReads):
         except FileNotFoundError:
             raise CorruptState(f"{where}: the history file named by the head is missing") from None
 
-    def _trim(self, fd: int, committed: int, where: str) -> None:
-        """Drop an uncommitted tail (a killed writer's) before appending at ``committed``."""
-        size = os.fstat(fd).st_size
+    def _trim(self, fd: int, committed: int, where: str, size: int | None = None) -> None:
+        """Drop an uncommitted tail (a killed writer's) before appending at ``committed``.
+        ``size``: the file's size if the caller just read it (under the lock: unchanged)."""
+        size = os.fstat(fd).st_size if size is None else size
         if size < committed:
             raise CorruptState(f"{where}: the history file is shorter than its committed length")
         if size > committed:
@@ -62,7 +63,7 @@ class LocalWrites(LocalReads):
 
     def _keep_torn(
         self, kd: int, fd: int, gen: str, committed: int, where: str, at: os.PathLike[str]
-    ) -> None:
+    ) -> int:
         """Before a writer drops the bytes after the last commit (by a cut or a rewrite): if
         they are not a clean tear (``clean_tear``), copy them to ``.torn.<gen>.<offset>`` in
         the key's directory (O_EXCL, fsynced, then the directory) and log a warning. With a
@@ -70,13 +71,13 @@ class LocalWrites(LocalReads):
         uncommitted tail; its bytes are then never destroyed silently."""
         size = os.fstat(fd).st_size
         if size <= committed:
-            return
+            return size
         data = io.pread_exact(fd, size - committed, committed)
         if clean_tear(data):
-            return
+            return size
         name = f"{TORN_PREFIX}{gen}.{committed}"
         if self._torn_kept(kd, name, data):
-            return  # a failed rewrite's retry: these very bytes are kept already
+            return size  # a failed rewrite's retry: these very bytes are kept already
         try:
             out = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=kd)
         except FileExistsError:  # other bytes kept at this offset before: keep these too
@@ -98,6 +99,7 @@ class LocalWrites(LocalReads):
             "Copied to %s before the writer drops them",
             where, len(data), committed, os.path.join(at, name),
         )  # fmt: skip
+        return size
 
     def _torn_kept(self, kd: int, name: str, data: bytes) -> bool:
         """Whether a copy named ``name`` or ``name.<suffix>`` already holds exactly ``data``
@@ -120,34 +122,39 @@ class LocalWrites(LocalReads):
         return False
 
     def _write_hint(self, kd: int, gen: str, end: int) -> None:
-        """Record the acknowledged end (best effort, no fsync: the commit is already durable)."""
+        """Record the acknowledged end (best effort, no fsync: the commit is already durable),
+        through the fd held with the key directory (``read_hint``) once there is one."""
+        data = encode_hint(gen, end)
         try:
-            fd = os.open(
-                HINT,
-                os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                0o600,
-                dir_fd=kd,
-            )  # (non-blocking: a planted FIFO is refused by pwrite, never waited on)
+            hint = self.dirs.hint(kd)
+            if hint >= 0:
+                os.pwrite(hint, data, 0)
+                return
+            fd = os.open(HINT, HINT_FLAGS | os.O_CREAT, 0o600, dir_fd=kd)
             try:
-                os.pwrite(fd, encode_hint(gen, end), 0)
-            finally:
+                os.pwrite(fd, data, 0)  # (a planted FIFO: ESPIPE, never waited on)
+            except BaseException:
+                os.close(fd)
+                raise
+            if not self.dirs.keep_hint(kd, fd):
                 os.close(fd)
         except OSError:
             pass
 
     def _append(
         self, kd: int, fd: int, tip: Cached, payloads: list[bytes], new: Sequence[Msg], head_state: bytes,
-        where: str, ck: tuple[str, str, str],
+        where: str, ck: tuple[str, str, str], size: int | None = None,
     ) -> int:  # fmt: skip
         """One write of the commit frame(s) and one fsync: the fsync is the commit point.
-        Returns where the new commit ends.
+        Returns where the new commit ends. ``size``: the file's size as the caller read it
+        under the lock.
 
         The cache then takes the caller's (frozen) messages as they are, like the in-memory
         reference store keeps them: no decode of what was just encoded.
         """
         version, count = tip.version + 1, tip.count + len(payloads)
         data = encode_commit(payloads, head_state, version, count, tip.state)
-        self._trim(fd, tip.size, where)
+        self._trim(fd, tip.size, where, size)
         try:
             io.write_all(fd, data, tip.size)
             self.dur.fsync(fd, "the history records")

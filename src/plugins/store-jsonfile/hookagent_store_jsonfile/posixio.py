@@ -207,6 +207,22 @@ def _pread(fd: int, length: int, offset: int) -> bytes:
     return bytes(out)
 
 
+def listdir_own(fd: int) -> list[str]:
+    """``os.listdir`` of a directory through a fresh open of it: ``listdir(fd)`` reads through
+    a duplicate sharing ``fd``'s position, so two threads listing one shared fd (a cached
+    directory fd) would mix their reads."""
+    own = os.open(".", DIR_FLAGS, dir_fd=fd)
+    try:
+        return os.listdir(own)
+    finally:
+        os.close(own)
+
+
+def read_small(fd: int, length: int) -> bytes:
+    """The first ``length`` bytes of a small file (a head, a hint) held open."""
+    return _pread(fd, length, 0)
+
+
 def pread_exact(fd: int, length: int, offset: int) -> bytes:
     """``length`` bytes at ``offset`` (fewer only at the end of the file)."""
     return _pread(fd, length, offset)

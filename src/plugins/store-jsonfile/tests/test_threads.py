@@ -131,15 +131,15 @@ def test_aclose_with_a_save_in_flight_never_writes_into_another_root(
 
     a_root, b_root = tmp_path / "a", tmp_path / "b"
     entered, release = threading.Event(), threading.Event()
-    real = posixio.walk
+    real = posixio.open_dir
 
-    def slow_walk(root: int, parts: list[str], **kw: Any) -> Any:
-        if parts and parts[0] == "alice":
+    def slow_open_dir(parent: int, name: str, **kw: Any) -> Any:
+        if name == "alice":  # the save's first directory (not cached yet)
             entered.set()
             release.wait(30)
-        return real(root, parts, **kw)
+        return real(parent, name, **kw)
 
-    monkeypatch.setattr(posixio, "walk", slow_walk)
+    monkeypatch.setattr(posixio, "open_dir", slow_open_dir)
 
     async def main() -> None:
         a, b = LocalJsonFileStore(a_root), LocalJsonFileStore(b_root)

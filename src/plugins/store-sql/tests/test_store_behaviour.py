@@ -187,6 +187,34 @@ async def test_an_unchanged_warm_load_is_a_version_check_on_postgresql(tmp_path:
             await other.aclose()
 
 
+async def test_a_head_damaged_without_a_new_version_is_refused_by_the_next_save(
+    tmp_path: Path,
+) -> None:
+    """The version-check load does not resend a head whose version and generation did not
+    move, so a head damaged in place is first met by the next save: its compare-and-set
+    (the MD5 of the head held) misses, it reads the stored head, and refuses it; nothing is
+    written, and a fresh reader sees the damage."""
+    async with fresh_store("postgresql", tmp_path) as store:
+        state = AgentState("s", "u")
+        state.context.append(Msg.user("a"))
+        await store.save_if_version("u", "s", state, 0)
+        got = await store.get_versioned("u", "s")
+        t = store.tables
+        async with store.engine.begin() as conn:
+            await conn.execute(update(t.slots).values(head="{not json"))
+        again = await store.get_versioned("u", "s")  # the head this instance holds
+        assert again.version == 1 and _texts(again.state) == ["a"]
+        got.state.context.append(Msg.user("b"))
+        with pytest.raises(CorruptState):
+            await store.save_if_version("u", "s", got.state, 1)
+        async with store.engine.connect() as conn:
+            row = (await conn.execute(select(t.slots.c.version, t.slots.c.head))).one()
+        assert tuple(row) == (1, "{not json")  # nothing written, the evidence kept
+        reader = SQLAgentStateStore(store.engine, table_prefix=t.names.prefix)
+        with pytest.raises(CorruptState):
+            await reader.get_versioned("u", "s")
+
+
 async def test_loads_decode_only_the_new_tail(store) -> None:
     other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
     state = AgentState("s", "u")

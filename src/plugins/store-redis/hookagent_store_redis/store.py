@@ -294,7 +294,8 @@ class RedisAgentStateStore(SessionIndex):
                 f"lease epoch {fence.epoch if fence else None} of {holder!r} is older than the "
                 f"newest (gate epoch {int(res[1])}, last write epoch {int(res[2])}) on {where}"
             )
-        if status == "CORRUPT":  # the script wrote nothing
+        if status == "CORRUPT":  # the script wrote nothing; the next load reads it all
+            self._cache.pop(slot)
             raise _damaged(_s(res[1]), res[2:], where, written=False)
         if status == "SCHEMA":
             check_schema_writable(int(res[1]), user_id, session_id, key)

@@ -130,6 +130,29 @@ async def test_an_unchanged_warm_load_sends_no_state_and_a_changed_head_is_read(
         await other.aclose()
 
 
+async def test_sections_damaged_in_place_are_refused_by_the_next_save(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """The version-check load does not resend sections whose write id did not change, so
+    sections damaged in place are first met by the save, whose script checks them before
+    any write; then every load reads and refuses them too."""
+    store = standalone_store
+    state = AgentState("s", "u")
+    state.context.append(Msg.user("a"))
+    await store.save_if_version("u", "s", state, 0)
+    got = await store.get_versioned("u", "s")
+    head = store.layout.session("u", "s").head("agent_state")
+    await store.client.hset(head, "d", "{not json")
+    assert (await store.get_versioned("u", "s")).version == 1  # the sections it holds
+    assert got.state is not None
+    got.state.context.append(Msg.user("b"))
+    with pytest.raises(CorruptState, match="nothing was written"):
+        await store.save_if_version("u", "s", got.state, 1)
+    assert await store.client.hget(head, "v") == b"1"
+    with pytest.raises(CorruptState):  # the refused save dropped what the instance held
+        await store.get_versioned("u", "s")
+
+
 async def test_warm_load_reads_only_the_tail_written_by_another_instance(
     counted: tuple[RedisAgentStateStore, Counting],
 ) -> None:

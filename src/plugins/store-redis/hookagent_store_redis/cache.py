@@ -34,9 +34,14 @@ def chain(start: str, items: Iterable[bytes]) -> str:
 
 @attrs.frozen
 class CachedHistory:
+    """A slot's messages as of one head, and that head's write id and encoded sections: a
+    load that finds the same head answers without sending the sections again."""
+
     generation: int
     chain: str
     messages: tuple[Msg, ...]
+    write_id: str = ""
+    sections: bytes = b""
 
 
 @attrs.frozen

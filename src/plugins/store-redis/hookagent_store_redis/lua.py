@@ -202,9 +202,12 @@ return {'OK', v, gen, n, chain, inc, created, 0}
 
 # KEYS: head, list, keyset, meta ; ARGV: 1 cached generation (-1 none, 'head' = no
 # messages), 2 cached count, 3 ttl, 4 key name, 5 seen incarnation ('' = nothing seen),
-# 6 seen version, 7 seen write id
+# 6 seen version, 7 seen write id, 8 the write id of the cached head ('' = none cached)
 # -> {version, incarnation counter, gen, n, chain, incarnation, write id, sections, from,
 #    tail, lineage} | {0, incarnation counter} absent | {-1, counter, what[, n, len]} damaged
+# Unchanged since the cached head (its write id is the head's, same generation and count):
+# sections '' (the caller has them; stored sections are never empty) and no tail, so a warm
+# load of an unchanged slot is a version check that sends back no state.
 # The tail is the messages from `from` joined by "\n" (encoded messages are single-line JSON):
 # one bulk reply for a short tail. A cold load asks for the head only and reads the list with
 # a plain LRANGE (10x cheaper than copying thousands of messages through Lua), then checks it
@@ -232,10 +235,14 @@ if ARGV[1] == 'head' then
 elseif tonumber(ARGV[1]) == g and n >= tonumber(ARGV[2]) then
   from = tonumber(ARGV[2])
 end
-local tail = ''
-if n > from then tail = table.concat(redis.call('LRANGE', KEYS[2], from, n - 1), '\\n') end
+local tail, sections = '', h[7]
+if n > from then
+  tail = table.concat(redis.call('LRANGE', KEYS[2], from, n - 1), '\\n')
+elseif from == n and ARGV[8] ~= '' and ARGV[8] == h[6] then
+  sections = ''  -- the cached head is this one: nothing to send back
+end
 local seen = lineage(inc, v, h[6], ring_of(h[8], h[6]), ARGV[5], ARGV[6], ARGV[7])
-local out = {v, ictr, g, n, h[4], inc, h[6], h[7], from, tail, seen}
+local out = {v, ictr, g, n, h[4], inc, h[6], sections, from, tail, seen}
 local ttl = tonumber(ARGV[3])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)

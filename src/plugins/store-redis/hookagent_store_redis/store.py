@@ -161,7 +161,7 @@ class RedisAgentStateStore(SessionIndex):
         res = await self._run(
             _LOAD,
             [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
-            [*args, self.ttl_ms, kname, *_seen_args(seen)],
+            [*args, self.ttl_ms, kname, *_seen_args(seen), cached.write_id if cached else ""],
             f"load of {where}",
         )
         version, counter = int(res[0]), int(res[1])
@@ -176,6 +176,11 @@ class RedisAgentStateStore(SessionIndex):
         gen, count, head_chain = int(res[2]), int(res[3]), _s(res[4])
         incarnation, write_id, sections, start = int(res[5]), _s(res[6]), res[7], int(res[8])
         joined, lineage = _b(res[9]), _s(res[10])
+        sections = _b(sections)
+        if not sections:  # the script found the cached head unchanged (it never stores b"")
+            if cached is None or cached.write_id != write_id or not cached.sections:
+                raise CorruptState(f"the load script sent no sections for {where}")
+            sections = cached.sections
         raw = joined.split(b"\n") if joined else []
         if seen is not None and lineage != "ok":
             self._cache.pop(slot)
@@ -207,14 +212,14 @@ class RedisAgentStateStore(SessionIndex):
             prefix = cached.messages
         elif chain("", raw) != head_chain:
             raise CorruptState(f"the message list of {where} does not match its head's hash chain")
-        messages, state = _decoded(where, _b(sections), raw, prefix)
+        messages, state = _decoded(where, sections, raw, prefix)
         if len(messages) != count:
             raise CorruptState(
                 f"{where} is damaged: its head says {count} messages, the list holds "
                 f"{len(messages)}"
             )
         check_loaded_slot(state, user_id, session_id, key)
-        self._cache.put(slot, CachedHistory(gen, head_chain, messages))
+        self._cache.put(slot, CachedHistory(gen, head_chain, messages, write_id, sections))
         self._seen.put(slot, Seen(incarnation, version, write_id))
         return Versioned(state, version)
 
@@ -289,7 +294,8 @@ class RedisAgentStateStore(SessionIndex):
                 f"lease epoch {fence.epoch if fence else None} of {holder!r} is older than the "
                 f"newest (gate epoch {int(res[1])}, last write epoch {int(res[2])}) on {where}"
             )
-        if status == "CORRUPT":  # the script wrote nothing
+        if status == "CORRUPT":  # the script wrote nothing; the next load reads it all
+            self._cache.pop(slot)
             raise _damaged(_s(res[1]), res[2:], where, written=False)
         if status == "SCHEMA":
             check_schema_writable(int(res[1]), user_id, session_id, key)
@@ -317,7 +323,8 @@ class RedisAgentStateStore(SessionIndex):
                 f"{self.wait_ms} ms; the outcome is unknown (reload)"
             )
         if count == len(history):
-            self._cache.put(slot, CachedHistory(gen, head_chain, tuple(history)))
+            cached_now = CachedHistory(gen, head_chain, tuple(history), write_id, sections)
+            self._cache.put(slot, cached_now)
         else:
             self._cache.pop(slot)
         self._seen.put(slot, Seen(incarnation, version, write_id))

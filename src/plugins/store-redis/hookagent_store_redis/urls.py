@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from hookagent.errors import StoreConfigurationError
 
+from . import conn
 from .keys import DEFAULT_PREFIX, check_prefix
 from .options import check_options, check_replication
 from .store import RedisAgentStateStore
@@ -266,6 +267,7 @@ def open_client(
         plain = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(theirs), ""))
         client = Redis.from_url(plain, **client_kw)
         _check_connection_options(client.connection_pool)
+        conn.install(client.connection_pool)
     except StoreConfigurationError:
         raise
     except (ValueError, TypeError) as exc:
@@ -336,6 +338,7 @@ def _sentinel(
         segments[0], db=db, username=user, password=password, ssl=tls, **kw
     )
     _check_connection_options(client.connection_pool)
+    conn.install(client.connection_pool)
 
     async def close_sentinels() -> None:
         for s in sentinel.sentinels:

@@ -91,8 +91,66 @@ async def test_one_round_trip_per_save_and_per_warm_load(
         await store.save_if_version("u", "s", got.state, got.version)
         assert proxy.names() == ["evalsha", "evalsha"]  # one load, one save
         load_answer, save_args = proxy.calls[0][2], proxy.calls[1][1]
-        assert load_answer[9] == b""  # head only: the cached messages were not re-read
+        assert load_answer[9] == b""  # the cached messages were not re-read
+        assert load_answer[7] == b""  # nor the head's sections: a version check
         assert len(save_args) == 2 + 5 + 16 + 4  # sha, numkeys, 5 keys, 16 fixed args, 4 msgs
+
+
+async def test_an_unchanged_warm_load_sends_no_state_and_a_changed_head_is_read(
+    counted: tuple[RedisAgentStateStore, Counting],
+) -> None:
+    """A warm load of a slot nobody wrote since is a version check: no sections, no
+    messages; a write by another instance (a new head) is read in full on the next load."""
+    store, proxy = counted
+    other = connect(STANDALONE, prefix=store.prefix)
+    try:
+        state = AgentState("s", "u")
+        turn(state, 0)
+        await store.save_if_version("u", "s", state, 0)
+        for _ in range(2):
+            proxy.calls.clear()
+            got = await store.get_versioned("u", "s")
+            assert got.version == 1 and got.state is not None and got.state.context == state.context
+            ((name, _, answer),) = proxy.calls
+            assert name == "evalsha" and answer[7] == b"" and answer[9] == b""
+        theirs = await other.get_versioned("u", "s")
+        assert theirs.state is not None
+        theirs.state.summary = "written by the other instance"
+        await other.save_if_version("u", "s", theirs.state, 1)  # a new head, no new message
+        proxy.calls.clear()
+        mine = await store.get_versioned("u", "s")
+        assert mine.version == 2 and mine.state is not None
+        assert mine.state.summary == "written by the other instance"
+        assert proxy.calls[0][2][7] != b"" and proxy.calls[0][2][9] == b""
+        proxy.calls.clear()  # and from there on it is a version check again
+        again = await store.get_versioned("u", "s")
+        assert again.state is not None and again.state.summary == "written by the other instance"
+        assert proxy.calls[0][2][7] == b""
+    finally:
+        await other.aclose()
+
+
+async def test_sections_damaged_in_place_are_refused_by_the_next_save(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """The version-check load does not resend sections whose write id did not change, so
+    sections damaged in place are first met by the save, whose script checks them before
+    any write; then every load reads and refuses them too."""
+    store = standalone_store
+    state = AgentState("s", "u")
+    state.context.append(Msg.user("a"))
+    await store.save_if_version("u", "s", state, 0)
+    got = await store.get_versioned("u", "s")
+    head = store.layout.session("u", "s").head("agent_state")
+    await store.client.hset(head, "d", "{not json")
+    assert (await store.get_versioned("u", "s")).version == 1  # the sections it holds
+    assert got.state is not None
+    got.state.context.append(Msg.user("b"))
+    with pytest.raises(CorruptState, match="nothing was written"):
+        await store.save_if_version("u", "s", got.state, 1)
+    assert await store.client.hget(head, "v") == b"1"
+    with pytest.raises(CorruptState):  # the refused save dropped what the instance held
+        await store.get_versioned("u", "s")
 
 
 async def test_warm_load_reads_only_the_tail_written_by_another_instance(
@@ -595,7 +653,8 @@ def test_tls_urls_configure_tls_without_a_server() -> None:
 
     plain = connect("rediss://:pw@127.0.0.1:6380/1", client_options=TLS_FILES).client
     pool = plain.connection_pool
-    assert pool.connection_class is SSLConnection
+    # a subclass: socket writes bounded in-task (conn.py), everything else SSLConnection's
+    assert issubclass(pool.connection_class, SSLConnection)
     assert pool.connection_kwargs["password"] == "pw" and pool.connection_kwargs["db"] == 1
     assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/hk/ca.pem"
 
@@ -622,7 +681,7 @@ def test_tls_urls_configure_tls_without_a_server() -> None:
             client_options=TLS_FILES if tls else {},
         )
         pool = store.client.connection_pool
-        assert pool.connection_class is data_cls and pool.service_name == "mymaster"
+        assert issubclass(pool.connection_class, data_cls) and pool.service_name == "mymaster"
         assert pool.connection_kwargs["password"] == "pw" and pool.connection_kwargs["db"] == 2
         sentinels = [x.connection_pool for x in pool.sentinel_manager.sentinels]
         assert [p.connection_kwargs["port"] for p in sentinels] == [26379, 26380]

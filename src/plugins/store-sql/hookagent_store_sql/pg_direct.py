@@ -96,8 +96,13 @@ class PgDirect:
         prep = engine.dialect.identifier_preparer
         slots, messages = prep.format_table(tables.slots), prep.format_table(tables.messages)
         # only the table names are formatted in: from the validated configuration, quoted
+        # the head is sent only when it is not the one the caller holds ($4, $5: the version
+        # and generation it holds; a version is written once per generation, and a
+        # recreated slot draws a new random generation): an unchanged slot's load is a
+        # version check (head NULL; the column is NOT NULL, so NULL says "yours")
         self.load_sql = f"""
-SELECT -1 AS seq, version, generation, message_count, head AS body
+SELECT -1 AS seq, version, generation, message_count,
+    CASE WHEN version = $4 AND generation = $5 THEN NULL ELSE head END AS body
 FROM {slots} WHERE user_id = $1 AND slot_hash = $2
 UNION ALL
 SELECT seq, NULL, NULL, NULL, body FROM {messages}
@@ -217,10 +222,14 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
 
     # ------------------------------------------------------------------ statements
 
-    async def load(self, user_id: str, h: str, start: int) -> list[Any]:
-        """[(seq=-1, version, generation, count, head), (seq, _, _, _, body) ...] or []."""
+    async def load(
+        self, user_id: str, h: str, start: int, held: tuple[int, int] = (-1, -1)
+    ) -> list[Any]:
+        """[(seq=-1, version, generation, count, head), (seq, _, _, _, body) ...] or [];
+        head None when the slot is still at ``held`` (the version and generation whose head
+        the caller holds)."""
         sql = self.load_sql
-        return await self.run(sql, lambda c: c.fetch(sql, user_id, h, start))
+        return await self.run(sql, lambda c: c.fetch(sql, user_id, h, start, *held))
 
     async def append(
         self,
@@ -265,7 +274,7 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         prepared statements, so a process's first call pays no parse/plan round trips."""
 
         async def run_all(c: asyncpg.Connection) -> None:
-            await c.fetch(self.load_sql, "", "", 0)
+            await c.fetch(self.load_sql, "", "", 0, -1, -1)
             none: Columns = ([], [], [], [])
             await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, "", "", *none, "")
             await c.fetchrow(self.probe_sql, "", "", 0, "", datetime(2000, 1, 1))

@@ -250,7 +250,8 @@ class SQLAgentStateStore:
                     return Versioned(state, version)
         for _ in range(2):
             start = len(cached.messages) if cached is not None else 0
-            rows = await self._read_rows(user_id, h, start)
+            held = (cached.version, cached.generation) if cached is not None else (-1, -1)
+            rows = await self._read_rows(user_id, h, start, held)
             if rows and rows[0][0] != -1:
                 rows = sorted(rows, key=itemgetter(0))  # the statement does not sort: we do
             if not rows or rows[0][0] != -1:
@@ -259,6 +260,10 @@ class SQLAgentStateStore:
             _, version, generation, count, head = rows[0]
             self._cache.drop(slot)  # cached again below, only once all of it checked out
             verify.check_counters(version, generation, count, slot)
+            if head is None:  # PostgreSQL: still at the version and generation we hold
+                if cached is None or (version, generation) != held:
+                    raise CorruptState(f"{slot_name(*slot)}: the load sent no head")
+                head = cached.head
             if cached is not None and (generation != cached.generation or start > count):
                 cached = None  # rewritten (or recreated) since: read the whole history
                 continue
@@ -278,11 +283,17 @@ class SQLAgentStateStore:
             return None
         return got if got is not None else (None, ())
 
-    async def _read_rows(self, user_id: str, h: str, start: int) -> Sequence[Any]:
+    async def _read_rows(
+        self, user_id: str, h: str, start: int, held: tuple[int, int] = (-1, -1)
+    ) -> Sequence[Any]:
         """The load statement's rows, (seq, version, generation, message_count, body): the
-        head first (seq -1), then the messages from ``start``; empty if there is no slot."""
+        head first (seq -1), then the messages from ``start``; empty if there is no slot.
+        On PostgreSQL the head's body is None while the slot is at ``held`` (the version and
+        generation of the head this instance holds)."""
         q = await self._ready()
         direct = self._direct
+        if isinstance(direct, PgDirect):
+            return await self._retry.read_with("load", lambda: direct.load(user_id, h, start, held))
         if direct is not None:
             return await self._retry.read_with("load", lambda: direct.load(user_id, h, start))
         params = {"u": user_id, "h": h, "start": start}

@@ -141,6 +141,80 @@ async def test_append_writes_only_the_new_rows(store) -> None:
     assert rows == count == 103
 
 
+async def test_an_unchanged_warm_load_is_a_version_check_on_postgresql(tmp_path: Path) -> None:
+    """A load of a slot still at the version and generation this instance holds gets no
+    head and no row back (one statement); a head another instance wrote is read in full."""
+    async with fresh_store("postgresql", tmp_path) as store:
+        other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
+        state = AgentState("s", "u")
+        state.context.extend([Msg.user("hi"), Msg.assistant("hello")])
+        await store.save_if_version("u", "s", state, 0)
+        await store.get_versioned("u", "s")  # the direct path is set up by now
+        direct = store._direct
+        answers: list[list[object]] = []
+        real = direct.load
+
+        async def spy(*args: object) -> list[object]:
+            rows = await real(*args)
+            answers.append(list(rows))
+            return rows
+
+        direct.load = spy
+        rec = Statements(store)
+        try:
+            for _ in range(2):
+                answers.clear()
+                rec.seen.clear()
+                got = await store.get_versioned("u", "s")
+                assert got.version == 1 and _texts(got.state) == ["hi", "hello"]
+                assert [s[0] for s in rec.seen] == ["SELECT"]  # one statement
+                ((head_row,),) = answers  # the head row only, its body not sent
+                assert head_row[0] == -1 and head_row[1] == 1 and head_row[4] is None
+            theirs = await other.get_versioned("u", "s")
+            theirs.state.summary = "from the other instance"
+            await other.save_if_version("u", "s", theirs.state, 1)  # a new head, no new row
+            answers.clear()
+            mine = await store.get_versioned("u", "s")
+            assert mine.version == 2 and mine.state.summary == "from the other instance"
+            assert answers[0][0][4] is not None and len(answers[0]) == 1
+            answers.clear()
+            again = await store.get_versioned("u", "s")  # and a version check again
+            assert again.state.summary == "from the other instance"
+            assert answers[0][0][4] is None
+        finally:
+            rec.close()
+            direct.load = real
+            await other.aclose()
+
+
+async def test_a_head_damaged_without_a_new_version_is_refused_by_the_next_save(
+    tmp_path: Path,
+) -> None:
+    """The version-check load does not resend a head whose version and generation did not
+    move, so a head damaged in place is first met by the next save: its compare-and-set
+    (the MD5 of the head held) misses, it reads the stored head, and refuses it; nothing is
+    written, and a fresh reader sees the damage."""
+    async with fresh_store("postgresql", tmp_path) as store:
+        state = AgentState("s", "u")
+        state.context.append(Msg.user("a"))
+        await store.save_if_version("u", "s", state, 0)
+        got = await store.get_versioned("u", "s")
+        t = store.tables
+        async with store.engine.begin() as conn:
+            await conn.execute(update(t.slots).values(head="{not json"))
+        again = await store.get_versioned("u", "s")  # the head this instance holds
+        assert again.version == 1 and _texts(again.state) == ["a"]
+        got.state.context.append(Msg.user("b"))
+        with pytest.raises(CorruptState):
+            await store.save_if_version("u", "s", got.state, 1)
+        async with store.engine.connect() as conn:
+            row = (await conn.execute(select(t.slots.c.version, t.slots.c.head))).one()
+        assert tuple(row) == (1, "{not json")  # nothing written, the evidence kept
+        reader = SQLAgentStateStore(store.engine, table_prefix=t.names.prefix)
+        with pytest.raises(CorruptState):
+            await reader.get_versioned("u", "s")
+
+
 async def test_loads_decode_only_the_new_tail(store) -> None:
     other = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
     state = AgentState("s", "u")

@@ -106,10 +106,11 @@ class Agent:
         if self._active:
             with anyio.move_on_after(timeout):
                 await self._wait_idle()
-        for run in list(self._active.values()):
-            run.control.interrupt(reason="shutdown")
-        with anyio.move_on_after(max(timeout, 5.0)):
-            await self._wait_idle()
+        if self._active:  # nothing runs (an agent built per request): no scope to open
+            for run in list(self._active.values()):
+                run.control.interrupt(reason="shutdown")
+            with anyio.move_on_after(max(timeout, 5.0)):
+                await self._wait_idle()
 
     async def _wait_idle(self) -> None:
         while self._active:

@@ -4,6 +4,17 @@
     python bench/profile_call.py --store sqlite+aiosqlite:////tmp/habench/p.db --warm 1000
 
 Writes bench/results/profile_<label>.txt (top functions by own time and by cumulative time).
+
+``--prefill N`` writes the history of N workload calls (4N messages) into the store with one
+save instead of making N calls (seconds instead of minutes under valgrind); ``--mode cpu``
+prints the CPU per call (``time.process_time``) of the measured calls instead of a profile;
+``--mode plain`` only makes the calls. Instructions per call, with the noise of other work
+on the machine left out (bench/notes/kernel.md)::
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python \\
+        bench/profile_call.py --prefill 10000 --calls 100 --mode plain   # minus --calls 20
+
+(the difference of the two totals over 80 calls).
 """
 
 from __future__ import annotations
@@ -16,42 +27,90 @@ import pstats
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_agent import make_config, one_call  # noqa: E402
 from bench_stores import probe_for  # noqa: E402
-from bench_texts import W1_SESSION, W1_USER  # noqa: E402
+from bench_texts import (  # noqa: E402
+    TOOL_NAME,
+    W1_SESSION,
+    W1_USER,
+    call_id,
+    final_text,
+    tool_text,
+    user_text,
+)
 from workload import warm_texts  # noqa: E402
 
 
-async def run(store: str, warm: int, calls: int, top: int) -> str:
+def workload_history(calls: int) -> list[Any]:
+    """The 4 messages of each of ``calls`` workload calls, as the kernel writes them."""
+    from hookagent import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+
+    out: list[Any] = []
+    for n in range(1, calls + 1):
+        use = ToolUseBlock(call_id(n), TOOL_NAME, {"key": n})
+        out += [
+            Msg.user(user_text(n)),
+            Msg.assistant([use]),
+            Msg("tool", [ToolResultBlock(use.id, TOOL_NAME, (TextBlock(tool_text(n)),))]),
+            Msg.assistant([TextBlock(final_text(n))], metadata={"generate_reason": "completed"}),
+        ]
+    return out
+
+
+async def prefill(config: Any, calls: int) -> None:
+    from hookagent import AgentState
+
+    store = await config.kernel.store()
+    state = AgentState(session_id=W1_SESSION, user_id=W1_USER, context=workload_history(calls))
+    got = await store.get_versioned(W1_USER, W1_SESSION)
+    await store.save_if_version(W1_USER, W1_SESSION, state, got.version)
+
+
+async def run(store: str, warm: int, calls: int, top: int, mode: str, fill: int) -> str:
     probe = probe_for(store)
     probe.reset()
-    warm_texts(warm + calls + 1)
+    start = fill or warm
+    if not fill:
+        warm_texts(warm)
     config = make_config(store)
     await config.kernel.store()
     t0 = time.perf_counter()
-    for i in range(1, warm + 1):
-        await one_call(config, W1_USER, W1_SESSION, i)
+    if fill:
+        await prefill(config, fill)
+    else:
+        for i in range(1, warm + 1):
+            await one_call(config, W1_USER, W1_SESSION, i)
     warm_s = time.perf_counter() - t0
+    for n in range(start + 1, start + max(calls, 500) + 2):  # the measured calls' texts,
+        user_text(n), tool_text(n), final_text(n)  # made before (a fixed count: callgrind)
     prof = cProfile.Profile()
+    c0 = time.process_time()
     t0 = time.perf_counter()
-    prof.enable()
-    for i in range(warm + 1, warm + calls + 1):
+    if mode == "profile":
+        prof.enable()
+    for i in range(start + 1, start + calls + 1):
         await one_call(config, W1_USER, W1_SESSION, i)
-    prof.disable()
+    if mode == "profile":
+        prof.disable()
     per_call = (time.perf_counter() - t0) / calls * 1000
+    cpu_call = (time.process_time() - c0) / calls * 1000
     await config.aclose()
     buf = io.StringIO()
+    how = "prefilled" if fill else "warm-up"
     buf.write(
-        f"store={store} warm={warm} calls (history {4 * warm} messages), warm-up {warm_s:.2f}s; "
-        f"profiled {calls} calls: {per_call:.3f} ms/call under cProfile\n\n"
+        f"store={store} {start} calls (history {4 * start} messages), {how} {warm_s:.2f}s; "
+        f"{mode}: {calls} calls, {per_call:.3f} ms/call wall, {cpu_call:.3f} ms/call CPU"
+        f"{' under cProfile' if mode == 'profile' else ''}\n\n"
     )
-    for key in ("tottime", "cumulative"):
-        buf.write(f"==== top {top} by {key}\n")
-        pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(key).print_stats(top)
+    if mode == "profile":
+        for key in ("tottime", "cumulative"):
+            buf.write(f"==== top {top} by {key}\n")
+            pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(key).print_stats(top)
     return buf.getvalue()
 
 
@@ -59,15 +118,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--store", default="memory")
     ap.add_argument("--warm", type=int, default=1000)
+    ap.add_argument("--prefill", type=int, default=0, help="seed N calls' history in one save")
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--mode", choices=("profile", "cpu", "plain"), default="profile")
     ap.add_argument("--label")
     a = ap.parse_args()
-    text = asyncio.run(run(a.store, a.warm, a.calls, a.top))
-    label = a.label or probe_for(a.store).kind
-    out = HERE / "results" / f"profile_{label}_{a.warm}.txt"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text)
+    text = asyncio.run(run(a.store, a.warm, a.calls, a.top, a.mode, a.prefill))
+    if a.mode == "profile":
+        label = a.label or probe_for(a.store).kind
+        out = HERE / "results" / f"profile_{label}_{a.prefill or a.warm}.txt"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(text)
     print(text)
 
 

@@ -41,7 +41,8 @@ def med_ms(xs: list[float]) -> float | None:
 
 
 def windows(times: list[float]) -> dict[str, Any]:
-    """Medians over calls 1-20, 491-510, 981-1000; on a shorter run, its middle/last 20."""
+    """Medians over calls 1-20, 491-510, 981-1000 (and 9,981-10,000 on a run that long); on
+    a shorter run, its middle/last 20."""
     n = len(times)
     if n >= 1000:
         mid, last = (490, 510), (980, 1000)
@@ -56,6 +57,10 @@ def windows(times: list[float]) -> dict[str, Any]:
     }
     first, final = out["w_first"]["median_ms"], out["w_last"]["median_ms"]
     out["last_over_first"] = round(final / first, 2) if first and final else None
+    if n >= 10000:  # flat to 10,000 calls: calls 9,981-10,000 against calls 981-1,000
+        far = med_ms(times[9980:10000])
+        out["w_10k"] = {"calls": "9981-10000", "median_ms": far}
+        out["w10k_over_w1k"] = round(far / final, 2) if far and final else None
     return out
 
 
@@ -91,6 +96,7 @@ async def run_w1(store: str, calls: int, budget_s: float) -> tuple[dict[str, Any
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     for i in range(1, calls + 1):
+        user_text(i), tool_text(i), final_text(i)  # cached (8,192 kept): made before the timer
         c = time.process_time()
         s = time.perf_counter()
         await one_call(config, W1_USER, W1_SESSION, i)

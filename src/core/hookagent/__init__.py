@@ -85,6 +85,7 @@ from .runs import AgentRun, AgentRunRegistry, InterruptControl, RunHost, RunInfo
 from .state import (
     AgentState,
     History,
+    HistoryView,
     PendingInteraction,
     ToolContext,
     TurnContext,
@@ -145,6 +146,7 @@ __all__ = [
     "Fenced",
     "GenerateReason",
     "History",
+    "HistoryView",
     "HookContractError",
     "HookagentError",
     "ImageBlock",

@@ -60,6 +60,8 @@ class Agent:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.config = kernel.config
+        self.agent_id: str = kernel.config.id
+        """The configuration's id (read on every run event: an attribute, not a property)."""
         self._active: dict[tuple[str, str], AgentRun] = {}
         self._queued: set[AgentRun] = set()
         self.slot_cache: dict[tuple[str, str], tuple[AgentState, int]] = {}
@@ -67,10 +69,6 @@ class Agent:
         self._closing = False
         self._idle: anyio.Event | None = None
         self._tg: Any = None
-
-    @property
-    def agent_id(self) -> str:
-        return self.config.id
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Agent:
@@ -106,10 +104,11 @@ class Agent:
         if self._active:
             with anyio.move_on_after(timeout):
                 await self._wait_idle()
-        for run in list(self._active.values()):
-            run.control.interrupt(reason="shutdown")
-        with anyio.move_on_after(max(timeout, 5.0)):
-            await self._wait_idle()
+        if self._active:  # nothing runs (an agent built per request): no scope to open
+            for run in list(self._active.values()):
+                run.control.interrupt(reason="shutdown")
+            with anyio.move_on_after(max(timeout, 5.0)):
+                await self._wait_idle()
 
     async def _wait_idle(self) -> None:
         while self._active:

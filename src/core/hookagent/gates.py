@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol, runtime_checkable
 
 import anyio
+import anyio.lowlevel
 
 from .errors import SessionBusy
 from .store.base import Fence
@@ -36,19 +37,25 @@ class LocalSessionGate:
         self, user_id: str, session_id: str, *, timeout: float | None = None
     ) -> AsyncIterator[Fence | None]:
         key = (user_id, session_id)
-        lock, users = self._locks.get(key) or (anyio.Lock(), 0)
+        # fast_acquire: a free gate is taken without yielding to the event loop (no cancel
+        # scope, no loop round per call); a held one still queues first-in first-out
+        lock, users = self._locks.get(key) or (anyio.Lock(fast_acquire=True), 0)
         self._locks[key] = (lock, users + 1)
         try:
             if timeout is None:
                 await lock.acquire()
             else:
-                with anyio.move_on_after(timeout) as scope:
-                    await lock.acquire()
-                if scope.cancelled_caught:
-                    raise SessionBusy(
-                        f"session user_id={user_id!r} session_id={session_id!r} stayed busy "
-                        f"for {timeout}s"
-                    )
+                await anyio.lowlevel.checkpoint_if_cancelled()  # as acquire() does
+                try:
+                    lock.acquire_nowait()  # a free gate needs no timeout scope
+                except anyio.WouldBlock:
+                    with anyio.move_on_after(timeout) as scope:
+                        await lock.acquire()
+                    if scope.cancelled_caught:
+                        raise SessionBusy(
+                            f"session user_id={user_id!r} session_id={session_id!r} stayed "
+                            f"busy for {timeout}s"
+                        ) from None
             try:
                 yield None
             finally:

@@ -35,8 +35,9 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     control = ex.run.control
     control.check()
     ex.tools, specs = kernel.enabled_tools(state.tool_context.activated_groups)
+    # the history shared, not copied: a shaper's change copies the view (copy-on-write)
     request = ModelRequest(
-        messages=state.context[:], tools=list(specs), system=kernel.config.system_prompt
+        messages=state.context.view(), tools=list(specs), system=kernel.config.system_prompt
     )
     await kernel.relay.build_model_request(request, ex.ctx)
     await ex.emit("model_requested", messages=len(request.messages))

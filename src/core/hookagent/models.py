@@ -8,7 +8,7 @@ checkpoints see every chunk.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableSequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -39,13 +39,18 @@ SUMMARY = "summary"
 class ModelRequest:
     """One inference's input; ``hookagent_build_model_request`` may change it in place.
 
+    The loop's own requests carry the history as a ``HistoryView``: a snapshot that shares
+    the history's messages (no copy per request) and copies itself on its first change, so
+    a shaper that inserts or replaces messages never changes the history. Any other
+    mutable sequence of messages (a plain list) is a request's messages too.
+
     ``purpose`` tells request-shaping plugins the loop's own requests (``"reasoning"``)
     from the ones plugins make (``"summary"``, or a plugin's own string): a shaper leaves
     the others alone. A model middleware never mutates the request it was given (a retry
     outside it passes the same one again): it passes ``request.evolve(...)`` on.
     """
 
-    messages: list[Msg]
+    messages: MutableSequence[Msg]
     tools: list[ToolSpec] = attrs.Factory(list)
     system: str | None = None
     options: dict[str, Any] = attrs.Factory(dict)

@@ -1,7 +1,8 @@
 """The kernel's one typed caller of hooks: the only place where hook names are strings.
 
 Every call goes through pluggy, so monitors (``HookRecorder``, ``HOOKAGENT_TRACE_HOOKS``) see
-each of them, run events included. The relay awaits what "may be async" hooks return (pluggy
+each of them, run events included; only a per-call hook that no plugin implements is skipped
+while no monitor watches. The relay awaits what "may be async" hooks return (pluggy
 does not), checks the results and names hook and plugin in every contract error.
 """
 
@@ -29,6 +30,14 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 _events_log = logging.getLogger("hookagent.events")
+
+_PER_CALL_HOOKS = (
+    "hookagent_state_loaded",
+    "hookagent_build_model_request",
+    "hookagent_before_persist",
+    "hookagent_after_persist",
+)
+"""The hooks every agent call makes; one that nobody implements is not called at all."""
 
 ToolMiddleware: TypeAlias = Callable[..., Awaitable[Any]]
 ModelMiddleware: TypeAlias = Callable[..., Awaitable["ModelResponse"]]
@@ -68,6 +77,26 @@ class HookRelay:
         self.pm = pm
         self._hook = pm.hook
         self._observers: tuple[int | None, list[Any]] = (-1, [])
+        self._idle: tuple[int | None, frozenset[str]] = (-1, frozenset())
+
+    def _reaches_nobody(self, name: str) -> bool:
+        """True when calling the per-call hook ``name`` would reach no implementation and
+        no monitor sees hook calls: the call is skipped (about five per agent call).
+
+        Cached until a plugin is (un)registered or a monitor added or removed; a plain
+        pluggy manager (no ``generation``) is always called."""
+        generation = getattr(self.pm, "generation", None)
+        if generation is None:
+            return False
+        if generation != self._idle[0]:
+            if getattr(self.pm, "monitors", 1) > 0:
+                idle: frozenset[str] = frozenset()
+            else:
+                idle = frozenset(
+                    n for n in _PER_CALL_HOOKS if not getattr(self._hook, n).get_hookimpls()
+                )
+            self._idle = (generation, idle)
+        return name in self._idle[1]
 
     async def _await_none(self, name: str, results: list[Any]) -> None:
         for result in results:
@@ -91,15 +120,21 @@ class HookRelay:
 
     # ---- state
     async def state_loaded(self, state: AgentState, ctx: RuntimeContext) -> None:
+        if self._reaches_nobody("hookagent_state_loaded"):
+            return
         await self._await_none(
             "hookagent_state_loaded", self._hook.hookagent_state_loaded(state=state, ctx=ctx)
         )
 
     async def before_persist(self, state: AgentState, ctx: RuntimeContext, outcome: str) -> None:
+        if self._reaches_nobody("hookagent_before_persist"):
+            return
         results = self._hook.hookagent_before_persist(state=state, ctx=ctx, outcome=outcome)
         await self._await_none("hookagent_before_persist", results)
 
     async def after_persist(self, state: AgentState, ctx: RuntimeContext, version: int) -> None:
+        if self._reaches_nobody("hookagent_after_persist"):
+            return
         results = self._hook.hookagent_after_persist(state=state, ctx=ctx, version=version)
         await self._await_none("hookagent_after_persist", results)
 
@@ -127,6 +162,8 @@ class HookRelay:
 
     # ---- the loop
     async def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> None:
+        if self._reaches_nobody("hookagent_build_model_request"):
+            return
         results = self._hook.hookagent_build_model_request(request=request, ctx=ctx)
         await self._await_none("hookagent_build_model_request", results)
 

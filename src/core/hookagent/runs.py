@@ -7,9 +7,8 @@ termination is resolved exactly once; every later ``result()`` returns or raises
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import attrs
@@ -69,20 +68,42 @@ class InterruptControl:
         if self.requested:
             raise Interrupted(self.reason)
 
-    @contextmanager
-    def step(self) -> Iterator[None]:
+    def step(self) -> _Step:
         """Run one model or tool step so that an interrupt aborts it at once (several steps
         may run at once: parallel tool calls)."""
-        self.check()
-        scope = anyio.CancelScope()
-        self._scopes.add(scope)
+        return _Step(self)
+
+
+class _Step:
+    """``with control.step():`` -- one cancel scope that ``interrupt()`` cancels; leaving it
+    cancelled by an interrupt raises ``Interrupted``. (A class, not a generator: a call
+    makes three.)"""
+
+    __slots__ = ("control", "scope")
+
+    def __init__(self, control: InterruptControl) -> None:
+        self.control = control
+        self.scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> None:
+        control = self.control
+        control.check()
+        scope = self.scope = anyio.CancelScope()
+        control._scopes.add(scope)
+        scope.__enter__()
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        scope, control = self.scope, self.control
+        assert scope is not None
         try:
-            with scope:
-                yield
+            swallowed = bool(scope.__exit__(kind, exc, tb))
         finally:
-            self._scopes.discard(scope)
-        if scope.cancel_called and self.requested:
-            raise Interrupted(self.reason)
+            control._scopes.discard(scope)
+        if kind is not None and not swallowed:
+            return False
+        if scope.cancel_called and control.requested:
+            raise Interrupted(control.reason) from None
+        return swallowed
 
 
 @attrs.frozen
@@ -125,6 +146,8 @@ class AgentRun:
         """How many events this run recorded (the next event's ``seq``)."""
         self._event_added: anyio.Event | None = None
         self._done: anyio.Event | None = None
+        self._finished = False
+        """Resolved (reply or error set); the event is made only for someone who waits."""
         self._subscribed = False
         self._reply: Msg | None = None
         self._error: BaseException | None = None
@@ -147,7 +170,7 @@ class AgentRun:
         """Run (if not started yet) and return the reply, or raise the run's error."""
         if self.status == "pending":
             await self._run()
-        elif self.status in ("running", "cancelled") and not self._done_event().is_set():
+        elif self.status in ("running", "cancelled") and not self._finished:
             await self._done_event().wait()
         if self._error is not None:
             raise self._error
@@ -164,7 +187,7 @@ class AgentRun:
     async def _run(self) -> None:
         if self.status == "cancelled":  # cancelled between start() and the task running
             self._error = RunCancelled(f"run {self.run_id} was cancelled before it started")
-            self._done_event().set()
+            self._resolve()
             return
         self.status = "running"
         try:
@@ -178,7 +201,7 @@ class AgentRun:
         finally:
             if self.status == "running":
                 self.status = "done"
-            self._done_event().set()
+            self._resolve()
             self._wake()
 
     def cancel(self) -> None:
@@ -186,7 +209,7 @@ class AgentRun:
         if self.status == "pending":
             self._error = RunCancelled(f"run {self.run_id} was cancelled before it started")
             self.status = "cancelled"
-            self._done_event().set()
+            self._resolve()
         elif self.status == "running":
             self.status = "cancelled"
             if self.scope is not None:
@@ -200,7 +223,14 @@ class AgentRun:
     def _done_event(self) -> anyio.Event:
         if self._done is None:
             self._done = anyio.Event()
+            if self._finished:
+                self._done.set()
         return self._done
+
+    def _resolve(self) -> None:
+        self._finished = True
+        if self._done is not None:
+            self._done.set()
 
     def record(self, event: RunEvent) -> None:
         """Add an event to this run's stream (the host does, for it and its subagents)."""
@@ -227,7 +257,7 @@ class AgentRun:
                 yield event
                 if event.is_end and event.run_id == self.run_id and not event.data.get("child"):
                     return
-            if self._done is not None and self._done.is_set():
+            if self._finished:
                 return
             if self._event_added is None:
                 self._event_added = anyio.Event()

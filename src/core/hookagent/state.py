@@ -1,17 +1,20 @@
 """AgentState: everything that makes an agent restartable, as top-level JSON sections.
 
-The history is a ``History``: a list that remembers how much of its prefix is unchanged since
-it was loaded or last saved, so that a store can append the new messages instead of rewriting
-everything (``History.unchanged_prefix``). That mark is runtime-only and never serialised.
+The history is a ``History`` (``hookagent.history``): a list that remembers how much of its
+prefix is unchanged since it was loaded or last saved, so that a store can append the new
+messages instead of rewriting everything (``History.unchanged_prefix``), and that shares a
+store's messages instead of copying them (copy-on-write). That mark is runtime-only and never
+serialised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, MutableSequence
-from typing import Any, Literal, SupportsIndex, TypeAlias, TypeVar, overload
+from collections.abc import Iterable
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 
+from .history import History, HistoryView
 from .messages import Msg, ToolResultBlock
 
 SCHEMA_VERSION = 1
@@ -21,109 +24,17 @@ ANONYMOUS_USER = ""
 """A blank user_id is the anonymous partition."""
 
 T = TypeVar("T")
-
-
-class History(MutableSequence[Msg]):
-    """The conversation history; tracks the lowest index changed since ``mark_committed``."""
-
-    __slots__ = ("_items", "_unchanged")
-
-    def __init__(self, items: Iterable[Msg] = (), *, committed: bool = False) -> None:
-        self._items: list[Msg] = list(items)
-        self._unchanged = len(self._items) if committed else 0
-
-    # -- the change mark
-    @property
-    def unchanged_prefix(self) -> int:
-        """How many leading messages are the same as at the last commit (load or save)."""
-        return self._unchanged
-
-    def mark_committed(self) -> None:
-        self._unchanged = len(self._items)
-
-    def _touch(self, index: int) -> None:
-        if index < self._unchanged:
-            self._unchanged = max(index, 0)
-
-    def _norm(self, index: SupportsIndex) -> int:
-        i = index.__index__()
-        return i + len(self._items) if i < 0 else i
-
-    # -- Sequence
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: SupportsIndex) -> Msg: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Msg]: ...
-    def __getitem__(self, index: SupportsIndex | slice) -> Msg | list[Msg]:
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Msg]:
-        return iter(self._items)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, History):
-            return self._items == other._items
-        if isinstance(other, list):
-            return self._items == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"History({self._items!r})"
-
-    # -- MutableSequence: every mutator records the lowest index it touched
-    @overload
-    def __setitem__(self, index: SupportsIndex, value: Msg) -> None: ...
-    @overload
-    def __setitem__(self, index: slice, value: Iterable[Msg]) -> None: ...
-    def __setitem__(self, index: SupportsIndex | slice, value: Any) -> None:
-        if isinstance(index, slice):
-            self._touch(index.indices(len(self._items))[0] if index.step in (None, 1) else 0)
-        else:
-            self._touch(self._norm(index))
-        self._items[index] = value
-
-    def __delitem__(self, index: SupportsIndex | slice) -> None:
-        if isinstance(index, slice):
-            self._touch(index.indices(len(self._items))[0] if index.step in (None, 1) else 0)
-        else:
-            self._touch(self._norm(index))
-        del self._items[index]
-
-    def insert(self, index: SupportsIndex, value: Msg) -> None:
-        self._touch(min(self._norm(index), len(self._items)))
-        self._items.insert(index, value)
-
-    def append(self, value: Msg) -> None:
-        self._items.append(value)
-
-    def extend(self, values: Iterable[Msg]) -> None:
-        self._items.extend(values)
-
-    def clear(self) -> None:
-        self._unchanged = 0
-        self._items.clear()
-
-    def reverse(self) -> None:
-        self._unchanged = 0
-        self._items.reverse()
-
-    def pop(self, index: SupportsIndex = -1) -> Msg:
-        self._touch(self._norm(index))
-        return self._items.pop(index)
-
-    def __iadd__(self, values: Iterable[Msg]) -> History:
-        self._items.extend(values)
-        return self
-
-    def replace(self, items: Iterable[Msg]) -> None:
-        """Swap the whole history (compaction, clear): the next save rewrites it."""
-        self._unchanged = 0
-        self._items = list(items)
+__all__ = [
+    "ANONYMOUS_USER",
+    "SCHEMA_VERSION",
+    "AgentState",
+    "History",
+    "HistoryView",
+    "InteractionKind",
+    "PendingInteraction",
+    "ToolContext",
+    "TurnContext",
+]
 
 
 def _history(value: Iterable[Msg] | History) -> History:

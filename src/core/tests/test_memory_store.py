@@ -22,7 +22,7 @@ def plant(
     version: int,
 ) -> None:
     store._data.setdefault(user, {}).setdefault(session, {})[key] = _Entry(
-        version, head, tuple(msgs)
+        version, head, list(msgs), len(msgs)
     )
 
 

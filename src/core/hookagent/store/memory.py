@@ -1,8 +1,11 @@
 """The in-memory store: tests and single-process demos. Everything is lost on exit.
 
 It keeps the sections as encoded JSON (so a caller cannot mutate what is stored) and the
-history as a tuple of frozen ``Msg`` values, appending only the new messages on save, so a
-call costs the same at message 4 and at message 4,000.
+history as an append-only log of frozen ``Msg`` values. A save appends only the new messages
+to the log; a load shares it (``History.shared``: the loaded history reads the log up to the
+loaded length and copies on write), so neither copies nor re-encodes the history and a call
+costs the same at message 4 and at message 40,000. A log is never changed below its end: a
+save that rewrites the history starts a new one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import orjson
 from ..codec import decode_head, encode_head, encode_msg
 from ..errors import CorruptState, Fenced, InvalidState, VersionConflict
 from ..messages import Msg
-from ..state import AgentState
+from ..state import AgentState, History
 from .base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion, Fence, SessionPage, Versioned
 from .ids import (
     check_cursor,
@@ -35,9 +38,16 @@ from .ids import (
 class _Entry:
     version: int
     head: bytes
-    messages: tuple[Msg, ...]
+    log: list[Msg]
+    """Append-only: histories loaded from earlier versions share it up to their length."""
+    length: int
+    """This version's history is ``log[:length]``."""
     checked: bool = False
     """True when this store encoded the entry itself (so it loads); else checked on save."""
+
+    @property
+    def messages(self) -> History:
+        return History.shared(self.log, self.length)
 
 
 class InMemoryAgentStateStore:
@@ -74,9 +84,10 @@ class InMemoryAgentStateStore:
         if entry is None:
             return Versioned(None, 0)
         try:
-            state = decode_head(entry.head, entry.messages)
+            state = decode_head(entry.head, ())
         except InvalidState as exc:  # the same type, naming the slot
             raise type(exc)(f"{slot_name(user_id, session_id, key)}: {exc}") from exc
+        state.context = entry.messages  # shares the log: no copy (copy-on-write)
         return Versioned(check_loaded_slot(state, user_id, session_id, key), entry.version)
 
     async def save_if_version(
@@ -104,22 +115,22 @@ class InMemoryAgentStateStore:
             if expected_version is not UNCONDITIONAL and expected_version != current:
                 raise VersionConflict(user_id, session_id, key, expected_version, current)
             base = history.unchanged_prefix
-            if (
-                entry is not None
-                and expected_version == current
-                and 0 < base <= len(entry.messages)
-            ):
-                new = history[base:]
+            if entry is not None and expected_version == current and 0 < base <= entry.length:
+                new = history[base:]  # what the call added: O(new), never the whole history
                 for m in new:
                     encode_msg(m)  # validates (type, size, depth) before anything is stored
-                messages = entry.messages[:base] + tuple(new)
+                log = entry.log
+                if base == entry.length == len(log):
+                    log.extend(new)  # loaded histories read the log only up to their length
+                else:  # the history was changed inside what is stored: a new log
+                    log = log[:base] + new
             else:
-                for m in history:
+                log = list(history)
+                for m in log:
                     encode_msg(m)
-                messages = tuple(history)
             version = current + 1
             slot = self._data.setdefault(user_id, {}).setdefault(session_id, {})
-            slot[key] = _Entry(version, head, messages, checked=True)
+            slot[key] = _Entry(version, head, log, len(log), checked=True)
             if fence is not None:  # recorded only with the write it allowed
                 self._epochs[(user_id, session_id)] = (fence.epoch, fence.owner)
         history.mark_committed()
@@ -189,7 +200,8 @@ def _check_stored(entry: _Entry, user_id: str, session_id: str, key: str) -> Non
         doc.get("schema_version") if type(doc) is dict else None, user_id, session_id, key
     )
     try:
-        check_loaded_slot(decode_head(entry.head, entry.messages), user_id, session_id, key)
+        state = decode_head(entry.head, ())
+        check_loaded_slot(state, user_id, session_id, key)
     except InvalidState as exc:
         if isinstance(exc, CorruptState):
             raise

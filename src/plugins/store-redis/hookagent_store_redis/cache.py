@@ -12,7 +12,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
 import attrs
@@ -35,13 +35,27 @@ def chain(start: str, items: Iterable[bytes]) -> str:
 @attrs.frozen
 class CachedHistory:
     """A slot's messages as of one head, and that head's write id and encoded sections: a
-    load that finds the same head answers without sending the sections again."""
+    load that finds the same head answers without sending the sections again.
+
+    ``log`` is append-only: this head's messages are ``log[:length]``, and loaded histories
+    share it (``History.shared``), so neither a warm load nor a save copies the history.
+    """
 
     generation: int
     chain: str
-    messages: tuple[Msg, ...]
+    log: list[Msg]
+    length: int
     write_id: str = ""
     sections: bytes = b""
+
+    def extended(self, start: int, new: Sequence[Msg]) -> list[Msg]:
+        """The log of ``log[:start] + new``: this log itself, appended to, when nothing was
+        appended past ``start`` (histories read it only up to their own length); a new list
+        otherwise (the only copy, and only after a rewrite)."""
+        if start == self.length == len(self.log):
+            self.log.extend(new)
+            return self.log
+        return [*self.log[:start], *new]
 
 
 @attrs.frozen

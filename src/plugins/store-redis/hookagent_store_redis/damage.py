@@ -12,7 +12,9 @@ from typing import Any
 from hookagent.codec import decode_head, decode_msgs
 from hookagent.errors import CorruptState, InvalidState, StateTooLarge, UnsupportedSchemaVersion
 from hookagent.messages import Msg
-from hookagent.state import AgentState
+from hookagent.state import AgentState, History
+
+from .cache import CachedHistory
 
 DAMAGE = {  # what the scripts name in a CORRUPT answer
     "head": "head (version, generation, count, incarnation, chain, write id or lineage ring "
@@ -41,19 +43,21 @@ def damaged(what: str, extra: Sequence[Any], where: str, written: bool) -> Corru
 
 
 def decoded(
-    where: str, sections: bytes, raw: Sequence[bytes], cached: tuple[Msg, ...]
-) -> tuple[tuple[Msg, ...], AgentState]:
-    """Decode a loaded slot; a codec error names the slot (and stays typed).
+    where: str, sections: bytes, raw: Sequence[bytes], cached: CachedHistory | None, start: int
+) -> tuple[list[Msg], AgentState]:
+    """Decode a loaded slot (``start`` cached messages, then ``raw``); a codec error names
+    the slot (and stays typed).
 
-    The history is marked committed here, whatever the codec does for states decoded from
-    JSON: it is exactly what the store holds, so the next save appends only what is new.
+    The history shares the returned log (no copy of the cached messages) and is committed:
+    it is exactly what the store holds, so the next save appends only what is new.
     """
     try:
-        messages = cached + tuple(decode_msgs(raw)) if raw else cached
-        state = decode_head(sections, messages)
+        new = decode_msgs(raw) if raw else []
+        state = decode_head(sections, ())
     except (UnsupportedSchemaVersion, StateTooLarge) as exc:
         raise type(exc)(f"{where}: {exc}") from exc
     except InvalidState as exc:
         raise CorruptState(f"{where} does not decode: {exc}") from exc
-    state.context.mark_committed()
-    return messages, state
+    log = cached.extended(start, new) if cached is not None else list(new)
+    state.context = History.shared(log, start + len(new))
+    return log, state

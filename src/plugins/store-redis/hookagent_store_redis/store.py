@@ -25,7 +25,6 @@ from hookagent.errors import (
     StoreUnavailable,
     VersionConflict,
 )
-from hookagent.messages import Msg
 from hookagent.state import SCHEMA_VERSION, AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
@@ -155,7 +154,7 @@ class RedisAgentStateStore(SessionIndex):
         cached = self._cache.get(slot) if use_cache else None
         seen = self._seen.get(slot)  # what was seen BEFORE this request: it must still show
         if cached is not None:
-            args: list[Any] = [cached.generation, len(cached.messages)]
+            args: list[Any] = [cached.generation, cached.length]
         else:
             args = [-1, 0] if atomic else ["head", 0]
         res = await self._run(
@@ -188,7 +187,7 @@ class RedisAgentStateStore(SessionIndex):
             raise VersionRegression(
                 user_id, session_id, key, seen.order, (incarnation, version), lineage
             )
-        prefix: tuple[Msg, ...] = ()
+        prefix: CachedHistory | None = None
         if cached is None and not atomic:
             assert start == count and not raw
             if count:
@@ -205,21 +204,21 @@ class RedisAgentStateStore(SessionIndex):
             if len(raw) != count or chain("", raw) != head_chain:  # rewritten meanwhile
                 return await self._load(user_id, session_id, key, use_cache=False, atomic=True)
         elif start > 0:
-            assert cached is not None and start == len(cached.messages)
+            assert cached is not None and start == cached.length
             if chain(cached.chain, raw) != head_chain:  # the cached prefix was replaced
                 self._cache.pop(slot)
                 return await self._load(user_id, session_id, key, use_cache=False)
-            prefix = cached.messages
+            prefix = cached
         elif chain("", raw) != head_chain:
             raise CorruptState(f"the message list of {where} does not match its head's hash chain")
-        messages, state = _decoded(where, sections, raw, prefix)
-        if len(messages) != count:
+        log, state = _decoded(where, sections, raw, prefix, start if prefix is not None else 0)
+        if len(state.context) != count:
             raise CorruptState(
                 f"{where} is damaged: its head says {count} messages, the list holds "
-                f"{len(messages)}"
+                f"{len(state.context)}"
             )
         check_loaded_slot(state, user_id, session_id, key)
-        self._cache.put(slot, CachedHistory(gen, head_chain, messages, write_id, sections))
+        self._cache.put(slot, CachedHistory(gen, head_chain, log, count, write_id, sections))
         self._seen.put(slot, Seen(incarnation, version, write_id))
         return Versioned(state, version)
 
@@ -280,6 +279,7 @@ class RedisAgentStateStore(SessionIndex):
         if status == "REWRITE":  # the stored history is shorter than the unchanged prefix
             (res, acked), resent = await attempt("r", [encode_msg(m) for m in history])
             status = _s(res[0])
+            append = False
         if status != "OK" and ordered_index:  # nothing written: drop a create's entry
             await self._index_remove_checked(user_id, session_id)
         if status in ("CONFLICT", "FENCED") and resent:
@@ -323,8 +323,13 @@ class RedisAgentStateStore(SessionIndex):
                 f"{self.wait_ms} ms; the outcome is unknown (reload)"
             )
         if count == len(history):
-            cached_now = CachedHistory(gen, head_chain, tuple(history), write_id, sections)
-            self._cache.put(slot, cached_now)
+            old = self._cache.get(slot)
+            log = (
+                old.extended(base, history[base:])  # what the call added: O(new)
+                if old is not None and append and old.generation == gen  # same list, appended
+                else list(history)
+            )
+            self._cache.put(slot, CachedHistory(gen, head_chain, log, count, write_id, sections))
         else:
             self._cache.pop(slot)
         self._seen.put(slot, Seen(incarnation, version, write_id))

@@ -96,6 +96,36 @@ async def test_one_round_trip_per_save_and_per_warm_load(
         assert len(save_args) == 2 + 5 + 16 + 4  # sha, numkeys, 5 keys, 16 fixed args, 4 msgs
 
 
+async def test_warm_calls_share_one_message_list_and_a_rewrite_leaves_old_loads_alone(
+    standalone_store: RedisAgentStateStore,
+) -> None:
+    """A warm load and a save cost what the call added: the loaded histories share the
+    instance's append-only message list (no copy of the history per call), and a rewrite
+    starts a new list, so a history loaded before it still reads what it loaded."""
+    store = standalone_store
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await store.save_if_version("u", "s", state, 0)
+    got = await store.get_versioned("u", "s")
+    shared = got.state.context._base  # type: ignore[union-attr]
+    for i in range(1, 4):
+        turn(got.state, i)  # type: ignore[arg-type]
+        await store.save_if_version("u", "s", got.state, got.version)  # type: ignore[arg-type]
+        got = await store.get_versioned("u", "s")
+        assert got.state.context._base is shared  # type: ignore[union-attr]
+        assert len(got.state.context) == 4 * (i + 1)  # type: ignore[union-attr]
+    before = got.state.context  # type: ignore[union-attr]
+    kept = [m.text for m in before]
+    rewritten = await store.get_versioned("u", "s")
+    rewritten.state.context[0] = Msg.user("changed")  # type: ignore[union-attr]
+    await store.save_if_version("u", "s", rewritten.state, rewritten.version)  # type: ignore[arg-type]
+    assert [m.text for m in before] == kept  # the old load still reads what it loaded
+    after = await store.get_versioned("u", "s")
+    assert after.state.context[0].text == "changed"  # type: ignore[union-attr]
+    assert [m.text for m in after.state.context][1:] == kept[1:]  # type: ignore[union-attr]
+    assert after.state.context._base is not shared  # type: ignore[union-attr]
+
+
 async def test_an_unchanged_warm_load_sends_no_state_and_a_changed_head_is_read(
     counted: tuple[RedisAgentStateStore, Counting],
 ) -> None:

@@ -13,9 +13,18 @@ A commit, under the exclusive flock: read the head, ``plan_commit``, create ``c<
 (``O_EXCL``; an orphan a killed writer left there is removed first), write + fsync it, link
 ``b<hash>`` to it (and create ``s<hash>`` for ``finish=True``), fsync the directory: the
 commit is durable; then write the new head into the other slot + fdatasync: the commit
-point. Three fsyncs, no temp file, no rename. A crash before the head write leaves an orphan
+point. Three syncs per commit, no temp file, no rename. A crash before the head write leaves an orphan
 (beyond the head's seq: never read, replaced by the next commit); a torn head slot fails its
 checksum and the other slot, the previous head, is the head.
+
+Leases are not synced. ``acquire``, ``renew`` and ``release`` write the head slot without
+an fdatasync (a run's load, its heartbeat, a failed run's end): the log is on this host's
+disk (``locality = "host"``), so every process that can see the lease shares this kernel's
+page cache, and a process killed at any point leaves the write in it. Only a power loss (or
+a kernel crash) can lose the write, and then no process of this host survives to hold or use
+the lost epoch: after the reboot the head reads as the last synced one, the next acquire
+takes its epoch + 1, and every commit made with a lease is itself synced with the head it
+writes (its lease included). Seals stay synced (a sealed owner must never acquire again).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from typing import Any, NoReturn
 import attrs
 from hookagent.errors import LogCorrupt, StorageDurabilityError
 from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
-from hookagent.sessionlog.batch import decode_batch
+from hookagent.sessionlog.batch import Row, decode_batch, rows_after
 from hookagent.sessionlog.rules import check_holds, plan_acquire, plan_commit
 from hookagent.store.ids import slot_name
 
@@ -98,13 +107,19 @@ class LocalLogCore(LogTree):
         ses.seen = (str(doc["life"]), int(doc["n"]))
         return doc
 
-    def _write(self, ses: Session, doc: Doc | None, head: LogHead, last_first: int = -1) -> None:
+    def _write(
+        self, ses: Session, doc: Doc | None, head: LogHead, last_first: int = -1, *,
+        durable: bool = True,
+    ) -> None:  # fmt: skip
+        """Write the head into its other slot; ``durable=False`` for a lease-only change
+        (acquire, renew, release: see the module's "Leases are not synced")."""
         counter = 0 if doc is None else int(doc["n"])
         life = secrets.token_hex(8) if doc is None else str(doc["life"])
         lf = (0 if doc is None else int(doc["lf"])) if last_first < 0 else last_first
         record = encode_head_record(head_doc(head, counter=counter + 1, last_first=lf, life=life))
         io.write_all(ses.hd, record, ((counter + 1) % 2) * SLOT)
-        _datasync(self.dur, ses.hd, "the session log head")
+        if durable:
+            _datasync(self.dur, ses.hd, "the session log head")
         ses.seen = (life, counter + 1)
 
     # ------------------------------------------------------------------ lease
@@ -125,7 +140,7 @@ class LocalLogCore(LogTree):
             new = plan_acquire(
                 head_of(doc), user_id, session_id, owner, self.clock(), lease, sealed=sealed
             )
-            self._write(ses, doc, new)
+            self._write(ses, doc, new, durable=False)
             return LogWriter(user_id, session_id, owner, new.epoch, new.lease_until, new.seq)
 
         return self.locked(user_id, session_id, step, create=True, exclusive=True, absent=_never)
@@ -137,7 +152,7 @@ class LocalLogCore(LogTree):
             doc = self._read(ses, where)
             head, now = head_of(doc), self.clock()
             check_holds(head, writer, now, "renew")
-            self._write(ses, doc, attrs.evolve(head, lease_until=now + lease))
+            self._write(ses, doc, attrs.evolve(head, lease_until=now + lease), durable=False)
             return attrs.evolve(writer, lease_until=now + lease)
 
         def absent() -> LogWriter:
@@ -156,7 +171,7 @@ class LocalLogCore(LogTree):
             head = head_of(doc)
             if head.epoch != writer.epoch or head.owner != writer.owner:
                 return False
-            self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0))
+            self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0), durable=False)
             return True
 
         return self.locked(
@@ -331,6 +346,33 @@ class LocalLogCore(LogTree):
             if short and head > seq and (not out or out[-1].seq != head):
                 raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
             return out
+
+        return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
+
+    def read_rows(self, user_id: str, session_id: str, seq: int) -> list[Row]:
+        """``read_after(seq)`` as ``Row`` tuples, the same files and checks."""
+        where = slot_name(user_id, session_id, "log")
+
+        def step(ses: Session) -> list[Row]:
+            doc = self._read(ses, where)
+            head = 0 if doc is None else int(doc["seq"])
+            if doc is None or head <= seq:
+                return []
+            starts = self._starts(ses, doc)
+            i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
+            commits: list[tuple[int, int, bytes]] = []
+            for first in starts[i:]:
+                if first > head:
+                    break  # an orphan: never read
+                name = commit_name(first)
+                raw = _read_whole(ses.sd, name)
+                if raw is None:
+                    raise LogCorrupt(f"{where}: commit file {name} (seq {first}) is missing")
+                meta, data = decode_commit_file(raw, where, name)
+                if meta["f"] != first:
+                    raise LogCorrupt(f"{where}: commit file {name} holds seq {meta['f']}")
+                commits.append((first, int(meta["l"]), data))
+            return rows_after(commits, seq, head, where=where)
 
         return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
 

@@ -80,6 +80,38 @@ async def test_a_warm_commit_is_one_file_two_fsyncs_and_a_datasync(
     await log.aclose()
 
 
+async def test_lease_changes_are_not_synced_seals_and_commits_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """acquire, renew and release write the head in place with no sync (loglocal's
+    "Leases are not synced": only a power loss loses them, and no writer survives it); a
+    seal and a commit are durable when they return."""
+    log = JsonFileSessionLog(tmp_path)
+    await filled(log, 1)  # the session's directory and head exist (their creation is synced)
+    await log.release(await log.acquire(U, S, "run-1", 60))
+    syncs: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, _n=name, _r=real: (syncs.append(_n), _r(fd))[1])
+    w = await log.acquire(U, S, "run-2", 60)
+    w = await log.renew(w, 60)
+    assert await log.release(w)
+    w = await log.acquire(U, S, "run-3", 60)
+    assert syncs == [], syncs
+    await log.commit(w, "c", 2, ev(5))
+    assert sorted(syncs) == ["fdatasync", "fsync", "fsync"], syncs
+    syncs.clear()
+    await log.seal(U, S, "run-9")
+    assert syncs, "a seal is durable when it returns"
+    monkeypatch.undo()
+    other = JsonFileSessionLog(tmp_path)  # what another process reads: the page cache
+    head = await other.head(U, S)
+    assert (head.seq, head.owner, head.epoch) == (4, "run-3", w.epoch)
+    assert await other.is_sealed(U, S, "run-9")
+    await other.aclose()
+    await log.aclose()
+
+
 async def test_read_after_reads_only_the_commits_it_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,11 +39,13 @@ def stall_before_head() -> None:
     real_local = LocalLogCore._write
     real_create = FsspecLogCore.create
 
-    def local_write(self: LocalLogCore, ses: Any, doc: Any, head: Any, last: int = -1) -> None:
+    def local_write(
+        self: LocalLogCore, ses: Any, doc: Any, head: Any, last: int = -1, **kw: Any
+    ) -> None:
         if last > 0:  # a commit's head write (acquire and renew pass no last commit)
             say({"between": head.commit_id})
             time.sleep(3600)
-        real_local(self, ses, doc, head, last)
+        real_local(self, ses, doc, head, last, **kw)
 
     def create(self: FsspecLogCore, path: str, data: bytes) -> bool:
         if "/h/" in path and b'"cid":"stall' in data:

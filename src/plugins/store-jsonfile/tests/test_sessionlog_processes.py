@@ -71,6 +71,9 @@ async def test_two_processes_racing_fence_each_other(backend: str, tmp_path: Pat
     it was told, nothing refused is, and the log is contiguous."""
     root = tmp_path / "root"
     procs = [spawn(backend, root, name, "race", 40) for name in ("p1", "p2")]
+    for p in procs:
+        assert p.stdout is not None and "ready" in json.loads(p.stdout.readline())
+    (tmp_path / "go").touch()  # both race from here
     reports: list[dict[str, Any]] = []
     for p in procs:
         out, err = p.communicate(timeout=240)

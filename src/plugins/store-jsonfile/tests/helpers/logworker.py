@@ -2,7 +2,7 @@
 
     logworker.py <backend: local|fsspec> <root> <name> <mode> <count>
 
-``race``: ``count`` rounds of (acquire as owner ``w``, which fences the other process's
+``race``: prints ``{"ready": name}``, waits for the file ``go`` beside the root, then ``count`` rounds of (acquire as owner ``w``, which fences the other process's
 writer, then up to 3 commits); prints one JSON line per commit: ``{"ok": [first, last],
 "batch": ...}`` or ``{"fenced": batch}``, ``{"stale": batch}``.
 ``loop``: acquire once, then commit forever, printing ``{"ok": ...}`` after each commit
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -64,6 +65,10 @@ async def main(backend: str, root: str, name: str, mode: str, count: int) -> Non
         log = FsspecJsonFileSessionLog(root, writers="multi", fs=fsspec.filesystem("file"))
     n = 0
     if mode == "race":
+        say({"ready": name})  # both start together (the parent creates ``go``): a commit
+        go = Path(root).parent / "go"  # is a few syscalls, one process alone would finish
+        while not go.exists():  # its rounds before the other one is up
+            time.sleep(0.001)
         for _ in range(count):
             w = await log.acquire(USER, SESSION, "w", 30)
             for _ in range(3):

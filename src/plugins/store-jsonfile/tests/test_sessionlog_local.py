@@ -460,3 +460,35 @@ async def test_a_format1_log_is_read_and_written_in_format1(tmp_path: Path) -> N
     with pytest.raises(Exception, match="sealed"):
         await JsonFileSessionLog(tmp_path).acquire(U, "new", "run-1", 60)
     await log.aclose()
+
+
+async def test_a_log_main_wrote_reads_and_grows(tmp_path: Path) -> None:
+    """``data/sessionlog-main``: a session written by main's code before format 2 (two
+    commits, the second finishing run-a; copied by git, so its batch links are plain
+    copies, which the format-1 reader never trusts as an index)."""
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "data" / "sessionlog-main", tmp_path / "root")
+    log = JsonFileSessionLog(tmp_path / "root")
+    head = await log.head("u1", "s1")
+    assert (head.seq, head.commit_id, head.checkpoint_seq, head.owner) == (3, "a2", 3, None)
+    events = await log.read_after("u1", "s1", 0)
+    assert [(e.seq, e.event_id, e.type) for e in events] == [
+        (1, "e1", "message/appended"),
+        (2, "e2", "acme/note"),
+        (3, "e3", "state/checkpoint"),
+    ]
+    assert (events[1].run_id, events[1].turn_id, events[1].required) == ("run-a", "t1", False)
+    rows = await log.read_rows_after("u1", "s1", 1)
+    assert [r[:3] for r in rows] == [(2, "e2", "acme/note"), (3, "e3", "state/checkpoint")]
+    assert await log.is_sealed("u1", "s1", "run-a")
+    w = await log.acquire("u1", "s1", "run-b", 60)
+    r = await log.commit(w, "b1", 3, ev(1), finish=True)
+    assert (r.first_seq, r.last_seq) == (4, 5)
+    sd = tmp_path / "root" / LOG_DIR / "u1" / "s1"
+    assert (sd / commit_name(4)).exists()  # it stays in its layout
+    again = JsonFileSessionLog(tmp_path / "root")
+    assert [e.seq for e in await again.read_after("u1", "s1", 0)] == [1, 2, 3, 4, 5]
+    assert await again.is_sealed("u1", "s1", "run-b")
+    await log.aclose()
+    await again.aclose()

@@ -234,6 +234,8 @@ HOOKED = {
     "test_a_head_past_its_commits_fails_closed",
     "test_a_gap_under_the_head_fails_closed",
     "test_nothing_past_the_head_is_read",
+    "test_read_rows_after_never_reads_an_orphan",
+    "test_read_rows_after_fails_closed_where_read_after_does",
 }
 
 

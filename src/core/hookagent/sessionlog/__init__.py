@@ -16,7 +16,16 @@ from .base import (
     SessionLog,
     SessionPage,
 )
-from .batch import MAX_BATCH_BYTES, MAX_BATCH_EVENTS, batch_digest, decode_batch, encode_batch
+from .batch import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_EVENTS,
+    Row,
+    batch_digest,
+    decode_batch,
+    decode_rows,
+    encode_batch,
+    rows_after,
+)
 from .memory import InMemorySessionLog
 from .open import collect_session_logs, open_session_log, session_log_registration
 from .rules import CommitPlan, encode_commit, holds, plan_acquire, plan_commit
@@ -33,16 +42,19 @@ __all__ = [
     "LogEvent",
     "LogHead",
     "LogWriter",
+    "Row",
     "SessionLog",
     "SessionPage",
     "batch_digest",
     "collect_session_logs",
     "decode_batch",
+    "decode_rows",
     "encode_batch",
     "encode_commit",
     "holds",
     "open_session_log",
     "plan_acquire",
     "plan_commit",
+    "rows_after",
     "session_log_registration",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -32,6 +32,7 @@ BATCH_DEPTH = MAX_DEPTH + 3
 event, payload), so whatever a state may hold, an event may carry, and what is written
 is what a read accepts."""
 _KEYS = frozenset({"v", "id", "t", "r", "run", "turn", "at", "p"})
+_HEADER = frozenset({"v", "run", "turn", "e"})
 _NUMBERS = (int, float)
 _TYPE, _PAYLOAD, _REQUIRED, _RUN, _TURN, _ID, _AT, _SEQ, _VERSION = (
     LogEvent.__dict__[f.name].__set__ for f in attrs.fields(LogEvent)
@@ -127,30 +128,35 @@ def batch_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:40]
 
 
-def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> list[LogEvent]:
-    """The events of a stored commit, numbered from ``first_seq``; ``LogCorrupt`` if the
-    bytes are not what ``encode_batch`` writes."""
+Row = tuple[int, str, str, float, dict[str, Any], bool, "str | None", "str | None"]
+"""One committed event as a tuple: (seq, event_id, type, occurred_at, payload, required,
+run_id, turn_id). What a cold projection applies: the envelope checked exactly as for a
+``LogEvent``, without building one (``decode_rows``)."""
+
+
+def decode_rows(data: bytes | str, first_seq: int, *, where: str = "log") -> list[Row]:
+    """The events of a stored commit as ``Row`` tuples numbered from ``first_seq``;
+    ``LogCorrupt`` if the bytes are not what ``encode_batch`` writes."""
     try:
         # orjson refuses nesting past 1,024 levels; what the projection uses is checked
         # again where it is structured (messages, the checkpoint's state)
         docs = _parse(data, limit=MAX_BATCH_BYTES, what="log batch")
     except (CorruptState, StateTooLarge) as exc:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
-    shared: dict[str, Any] = {}
-    if isinstance(docs, dict) and docs.keys() <= {"v", "run", "turn", "e"} and "e" in docs:
+    run0 = turn0 = None
+    if type(docs) is dict and docs.keys() <= _HEADER and "e" in docs:
         if docs.get("v") != LOG_SCHEMA_VERSION:
             raise LogCorrupt(f"{where}: commit at seq {first_seq} has version {docs.get('v')!r}")
-        shared = {k: docs[k] for k in ("run", "turn") if k in docs}
-        if not all(isinstance(v, str) for v in shared.values()):
+        run0, turn0 = docs.get("run"), docs.get("turn")
+        if ("run" in docs and type(run0) is not str) or ("turn" in docs and type(turn0) is not str):
             raise LogCorrupt(f"{where}: commit at seq {first_seq} has a bad header")
         docs = docs["e"]
-    if not isinstance(docs, list) or not docs:
+    if type(docs) is not list or not docs:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is not a list of events")
-    run0, turn0 = shared.get("run"), shared.get("turn")
-    out: list[LogEvent] = []
-    make = object.__new__
-    for i, doc in enumerate(docs):
-        seq = first_seq + i
+    out: list[Row] = []
+    append = out.append
+    seq = first_seq
+    for doc in docs:
         if type(doc) is not dict or not doc.keys() <= _KEYS:
             raise LogCorrupt(f"{where}: event at seq {seq} is not an event envelope")
         get = doc.get
@@ -167,12 +173,26 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
             or (turn is not None and type(turn) is not str)
         ):
             raise LogCorrupt(f"{where}: event at seq {seq} is not an event envelope")
-        if get("v", LOG_SCHEMA_VERSION) != LOG_SCHEMA_VERSION:
-            raise LogCorrupt(f"{where}: event at seq {seq} has schema version {get('v')!r}")
-        # the envelope is checked above: build the frozen event without its __init__
+        at_: float = at  # type: ignore[assignment]  # (checked: an int or a float)
+        if "v" in doc and doc["v"] != LOG_SCHEMA_VERSION:
+            raise LogCorrupt(f"{where}: event at seq {seq} has schema version {doc['v']!r}")
+        append((seq, eid, kind, at_, payload if payload is not _EMPTY else {}, required, run, turn))
+        seq += 1
+    return out
+
+
+def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> list[LogEvent]:
+    """The events of a stored commit, numbered from ``first_seq``; ``LogCorrupt`` if the
+    bytes are not what ``encode_batch`` writes."""
+    out: list[LogEvent] = []
+    make = object.__new__
+    for seq, eid, kind, at, payload, required, run, turn in decode_rows(
+        data, first_seq, where=where
+    ):
+        # the envelope is checked by decode_rows: build the frozen event without __init__
         event = make(LogEvent)
         _TYPE(event, kind)
-        _PAYLOAD(event, payload if payload is not _EMPTY else {})
+        _PAYLOAD(event, payload)
         _REQUIRED(event, required)
         _RUN(event, run)
         _TURN(event, turn)
@@ -181,6 +201,37 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
         _SEQ(event, seq)
         _VERSION(event, LOG_SCHEMA_VERSION)
         out.append(event)
+    return out
+
+
+def rows_after(
+    commits: Iterable[tuple[int, int, bytes]], seq: int, head: int, *, where: str = "log"
+) -> list[Row]:
+    """The rows with ``seq < row seq <= head`` of ``commits`` (first_seq, last_seq, bytes),
+    in order from the commit holding ``seq + 1``, with the checks every ``read_after``
+    makes: ``LogCorrupt`` on a gap, on a commit whose events are not its recorded seqs, on
+    a head whose commit is missing. A backend's cold-read fast path (``read_rows_after``)."""
+    out: list[Row] = []
+    expect = seq + 1
+    started = False
+    for first, last, data in commits:
+        if first > head:
+            break  # an orphan: never read
+        if not started and first < expect:
+            expect = first  # the commit holding seq + 1 starts before it
+        started = True
+        if first != expect:
+            raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
+        rows = decode_rows(data, first, where=where)
+        if first + len(rows) - 1 != last:
+            raise LogCorrupt(f"{where}: the commit at seq {first} does not match its record")
+        expect = last + 1
+        if first > seq and last <= head:
+            out += rows
+        else:
+            out += [r for r in rows if seq < r[0] <= head]
+    if head > seq and (not out or out[-1][0] != head):
+        raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
     return out
 
 

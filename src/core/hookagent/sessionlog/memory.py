@@ -18,7 +18,7 @@ import attrs
 from ..errors import LogCorrupt
 from ..store.ids import check_cursor, check_id, check_page_limit, slot_name
 from .base import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
-from .batch import decode_batch
+from .batch import Row, decode_batch, rows_after
 from .rules import (
     check_after,
     check_batch_id,
@@ -212,6 +212,19 @@ class InMemorySessionLog:
         if short and head > seq and (not out or out[-1].seq != head):
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return out
+
+    async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[Row]:
+        """``read_after(seq)`` as ``Row`` tuples (a cold projection's fast path)."""
+        check_session(user_id, session_id)
+        check_after(seq, None)
+        with self._lock:
+            s = self._get(user_id, session_id)
+            if s is None:
+                return []
+            head = s.head.seq
+            i = max(0, bisect.bisect_right(s.starts, seq + 1) - 1)
+            picked = [(c.first_seq, c.last_seq, c.data) for c in s.commits[i:]]
+        return rows_after(picked, seq, head, where=slot_name(user_id, session_id, "log"))
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None

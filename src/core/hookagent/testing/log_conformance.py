@@ -29,9 +29,10 @@ from ..sessionlog.base import CHECKPOINT, LogHead, SessionLog
 from .log_conformance_crash import CrashLogConformance
 from .log_conformance_hooks import LONG, batch, seqs, snapshot, tags, written
 from .log_conformance_inputs import InputLogConformance
+from .log_conformance_rows import RowsLogConformance
 
 
-class SessionLogConformance(InputLogConformance, CrashLogConformance):
+class SessionLogConformance(InputLogConformance, CrashLogConformance, RowsLogConformance):
     """Inherited tests; a subclass provides a ``log`` fixture yielding a fresh, empty log."""
 
     pytestmark = pytest.mark.anyio

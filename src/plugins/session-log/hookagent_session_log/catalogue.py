@@ -100,19 +100,34 @@ def _msg(doc: Any, seq: int) -> Msg:
     return doc if type(doc) is Msg else msg_from_dict(doc, where=f"event {seq}")
 
 
-def result_of(e: LogEvent) -> ToolResultBlock:
-    block = _msg(e.payload["m"], e.seq).content[0]
+def result_in(payload: Any, seq: int) -> ToolResultBlock:
+    """The tool result a ``tool/result`` payload holds."""
+    block = _msg(payload["m"], seq).content[0]
     if not isinstance(block, ToolResultBlock):
         raise TypeError("not a tool result")
     return block
+
+
+def result_of(e: LogEvent) -> ToolResultBlock:
+    return result_in(e.payload, e.seq)
+
+
+def message_in(payload: Any, seq: int) -> Msg:
+    """The message a ``message/appended`` payload holds."""
+    return _msg(payload["m"], seq)
 
 
 def message_of(e: LogEvent) -> Msg:
     return _msg(e.payload["m"], e.seq)
 
 
+def messages_in(payload: Any, seq: int) -> list[Msg]:
+    """The history a ``context/replaced`` payload holds."""
+    return [_msg(d, seq) for d in payload["ms"]]
+
+
 def messages_of(e: LogEvent) -> list[Msg]:
-    return [_msg(d, e.seq) for d in e.payload["ms"]]
+    return messages_in(e.payload, e.seq)
 
 
 def known(kind: str) -> bool:

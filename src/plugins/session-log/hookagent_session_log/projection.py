@@ -21,7 +21,7 @@ import attrs
 import orjson
 from hookagent import AgentState, Msg, ToolResultBlock, ToolUseBlock
 from hookagent.codec import state_from_dict
-from hookagent.sessionlog import CHECKPOINT, LogEvent
+from hookagent.sessionlog import CHECKPOINT, LogEvent, Row
 from hookagent.state import History, TurnContext
 from hookagent.tools import error_result
 
@@ -75,40 +75,56 @@ class Projection:
 
     def apply_one(self, e: LogEvent, seq: int) -> None:
         """Apply ``e``, committed at ``seq`` (the recorder passes its own events' seqs)."""
-        kind = e.type
+        self._apply(e.type, e.payload, seq, e.required, e.turn_id)
+
+    def apply_rows(self, rows: Iterable[Row]) -> None:
+        """``apply`` for a backend's raw rows (``read_rows_after``): no envelope objects."""
+        apply, at = self._apply, self.seq
+        try:
+            for seq, _, kind, _, payload, required, _, turn in rows:
+                if seq <= at:
+                    continue
+                apply(kind, payload, seq, required, turn)
+                at = seq
+        finally:
+            self.seq = at
+
+    def _apply(
+        self, kind: str, payload: Any, seq: int, required: bool, turn_id: str | None
+    ) -> None:
         try:
             if kind == c.MESSAGE:
-                self._settle(msg := c.message_of(e))
+                self._settle(msg := c.message_in(payload, seq))
                 self.messages.append(msg)
             elif kind == c.TOOL_DISPATCH:
-                self.dispatched[str(e.payload["id"])] = seq
+                self.dispatched[str(payload["id"])] = seq
             elif kind == c.TOOL_RESULT:
-                result = c.result_of(e)
+                result = c.result_in(payload, seq)
                 self.dispatched.pop(result.id, None)
                 self.results[result.id] = result
             elif kind == c.TOOL_SUSPENDED:
-                self.dispatched.pop(str(e.payload["id"]), None)
-                self.suspended.add(str(e.payload["id"]))
+                self.dispatched.pop(str(payload["id"]), None)
+                self.suspended.add(str(payload["id"]))
             elif kind == CHECKPOINT:
-                doc = e.payload["state"]
+                doc = payload["state"]
                 if not isinstance(doc, dict):
                     raise TypeError("a checkpoint's state is an object")
                 self.head_doc = doc
                 self.head_bytes = orjson.dumps(doc)
                 self.checkpoint_seq = seq
             elif kind == c.REPLACED:
-                self.messages = c.messages_of(e)
+                self.messages = c.messages_in(payload, seq)
                 self.base = seq
                 self.dispatched.clear()
                 self.results.clear()
                 self.suspended.clear()
                 self.completed_turns.clear()
             elif kind == c.RUN_FINISHED:
-                if e.payload.get("completed") and e.turn_id:
-                    self.completed_turns.add(e.turn_id)
+                if payload.get("completed") and turn_id:
+                    self.completed_turns.add(turn_id)
             elif kind == c.RECOVERY or c.known(kind):
                 pass
-            elif e.required:
+            elif required:
                 raise UnknownRequiredEvent(
                     f"user_id={self.user_id!r} session_id={self.session_id!r}: event {seq} "
                     f"has the required type {kind!r}, which this hookagent-session-log does "

@@ -138,8 +138,12 @@ class LogBackedStore:
                 )
             base = found[0].payload.get("base", 0)
             start = base - 1 if type(base) is int and base > 0 else 0
+        rows = getattr(log, "read_rows_after", None)  # a backend's fast path, if it has one
         with gc_paused():
-            proj.apply(await log.read_after(user_id, session_id, start))
+            if rows is not None:
+                proj.apply_rows(await rows(user_id, session_id, start))
+            else:
+                proj.apply(await log.read_after(user_id, session_id, start))
         return proj
 
     def warm(self, slot: tuple[str, str]) -> Projection | None:

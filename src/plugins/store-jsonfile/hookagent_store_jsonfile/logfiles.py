@@ -136,9 +136,23 @@ def decode_head_record(raw: bytes) -> dict[str, Any] | None:
         or type(doc.get("lease")) not in (int, float)
         or not all(doc.get(k) is None or isinstance(doc[k], str) for k in ("owner", "cid"))
         or not isinstance(doc.get("life"), str)
+        or ("fmt" in doc and not _format2_fields(doc))
     ):
         return None
     return doc
+
+
+def _format2_fields(doc: dict[str, Any]) -> bool:
+    """A format-2 head's fields (``logsegment``): the records end at ``end``, the last one
+    starts at ``lo`` (0: none yet, then ``end`` is where the first one will start)."""
+    end, lo = doc.get("end"), doc.get("lo")
+    return (
+        doc.get("fmt") == 2
+        and type(end) is int
+        and type(lo) is int
+        and end >= 2 * SLOT
+        and ((lo == 0 and end == 2 * SLOT) or 2 * SLOT <= lo < end)
+    )
 
 
 def head_of(doc: dict[str, Any] | None) -> LogHead:

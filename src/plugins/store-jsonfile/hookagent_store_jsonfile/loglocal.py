@@ -13,9 +13,18 @@ A commit, under the exclusive flock: read the head, ``plan_commit``, create ``c<
 (``O_EXCL``; an orphan a killed writer left there is removed first), write + fsync it, link
 ``b<hash>`` to it (and create ``s<hash>`` for ``finish=True``), fsync the directory: the
 commit is durable; then write the new head into the other slot + fdatasync: the commit
-point. Three fsyncs, no temp file, no rename. A crash before the head write leaves an orphan
+point. Three syncs per commit, no temp file, no rename. A crash before the head write leaves an orphan
 (beyond the head's seq: never read, replaced by the next commit); a torn head slot fails its
 checksum and the other slot, the previous head, is the head.
+
+Leases are not synced. ``acquire``, ``renew`` and ``release`` write the head slot without
+an fdatasync (a run's load, its heartbeat, a failed run's end): the log is on this host's
+disk (``locality = "host"``), so every process that can see the lease shares this kernel's
+page cache, and a process killed at any point leaves the write in it. Only a power loss (or
+a kernel crash) can lose the write, and then no process of this host survives to hold or use
+the lost epoch: after the reboot the head reads as the last synced one, the next acquire
+takes its epoch + 1, and every commit made with a lease is itself synced with the head it
+writes (its lease included). Seals stay synced (a sealed owner must never acquire again).
 """
 
 from __future__ import annotations
@@ -24,17 +33,18 @@ import bisect
 import os
 import secrets
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import attrs
 from hookagent.errors import LogCorrupt, StorageDurabilityError
 from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
-from hookagent.sessionlog.batch import decode_batch
+from hookagent.sessionlog.batch import Row, decode_batch, rows_after
 from hookagent.sessionlog.rules import check_holds, plan_acquire, plan_commit
 from hookagent.store.ids import slot_name
 
+from . import logsegment as seg
 from . import posixio as io
 from .logfiles import (
     SLOT,
@@ -71,6 +81,9 @@ def _datasync(dur: io.Durability, fd: int, what: str) -> None:
 class LocalLogCore(LogTree):
     """Blocking implementation of ``JsonFileSessionLog`` on local disk."""
 
+    new_format = seg.FORMAT
+    """The format of sessions this handle creates (tests set 1 to write main's layout)."""
+
     def __init__(
         self, root: Path, *, cache_slots: int, writers: str, clock: Callable[[], float]
     ) -> None:
@@ -89,6 +102,12 @@ class LocalLogCore(LogTree):
                 return None  # the first acquire, torn by a power loss (no commit depends on it)
             raise LogCorrupt(f"{where}: the head file is damaged (no slot passes its checksum)")
         doc = max(docs, key=lambda d: int(d["n"]))
+        if seg.is_v2(doc) and (ses.seen is None or ses.torn == _key(doc)):
+            if seg.last_is_whole(ses, doc, where):
+                ses.torn = None
+            else:  # a power loss during its commit (logsegment's crash argument)
+                ses.torn = _key(doc)
+                doc = self._before_torn(ses, docs, doc, where)
         seen = ses.seen
         if seen is not None and seen[0] == doc["life"] and int(doc["n"]) < seen[1]:
             raise LogCorrupt(
@@ -98,13 +117,47 @@ class LocalLogCore(LogTree):
         ses.seen = (str(doc["life"]), int(doc["n"]))
         return doc
 
-    def _write(self, ses: Session, doc: Doc | None, head: LogHead, last_first: int = -1) -> None:
+    def _before_torn(self, ses: Session, docs: list[Doc], doc: Doc, where: str) -> Doc:
+        """The head before ``doc``, whose last record is torn: the other slot, if it is the
+        head right before that record (logsegment's crash argument); else ``LogCorrupt``."""
+        for other in docs:
+            if (
+                other is not doc
+                and other["life"] == doc["life"]
+                and int(other["n"]) == int(doc["n"]) - 1
+                and seg.is_v2(other)
+                and int(other["end"]) == int(doc["lo"])
+                and seg.last_is_whole(ses, other, where)
+            ):
+                return other
+        raise LogCorrupt(
+            f"{where}: the head's last commit (at byte {doc['lo']}) is damaged and the other "
+            "head slot is not the head before it. Nothing is written over it"
+        )
+
+    def _write(
+        self, ses: Session, doc: Doc | None, head: LogHead, last_first: int = -1, *,
+        durable: bool = True, fields: Doc | None = None,
+    ) -> None:  # fmt: skip
+        """Write the head into its other slot; ``durable=False`` for a lease-only change
+        (acquire, renew, release: see the module's "Leases are not synced"). ``fields``:
+        a format-2 commit's new ``end``/``lo``; else the head's format is kept (a new
+        session's is ``new_format``)."""
         counter = 0 if doc is None else int(doc["n"])
         life = secrets.token_hex(8) if doc is None else str(doc["life"])
         lf = (0 if doc is None else int(doc["lf"])) if last_first < 0 else last_first
-        record = encode_head_record(head_doc(head, counter=counter + 1, last_first=lf, life=life))
+        stored = head_doc(head, counter=counter + 1, last_first=lf, life=life)
+        if fields is not None:
+            stored.update(fields)
+        elif doc is None:
+            if self.new_format == seg.FORMAT:
+                stored.update(seg.fresh_fields())
+        elif seg.is_v2(doc):
+            stored.update({k: doc[k] for k in ("fmt", "end", "lo")})
+        record = encode_head_record(stored)
         io.write_all(ses.hd, record, ((counter + 1) % 2) * SLOT)
-        _datasync(self.dur, ses.hd, "the session log head")
+        if durable:
+            _datasync(self.dur, ses.hd, "the session log head")
         ses.seen = (life, counter + 1)
 
     # ------------------------------------------------------------------ lease
@@ -121,11 +174,11 @@ class LocalLogCore(LogTree):
 
         def step(ses: Session) -> LogWriter:
             doc = self._read(ses, where)
-            sealed = _exists(ses.sd, seal_name(owner))
+            sealed = self._sealed(ses, doc, owner, where)
             new = plan_acquire(
                 head_of(doc), user_id, session_id, owner, self.clock(), lease, sealed=sealed
             )
-            self._write(ses, doc, new)
+            self._write(ses, doc, new, durable=False)
             return LogWriter(user_id, session_id, owner, new.epoch, new.lease_until, new.seq)
 
         return self.locked(user_id, session_id, step, create=True, exclusive=True, absent=_never)
@@ -137,7 +190,7 @@ class LocalLogCore(LogTree):
             doc = self._read(ses, where)
             head, now = head_of(doc), self.clock()
             check_holds(head, writer, now, "renew")
-            self._write(ses, doc, attrs.evolve(head, lease_until=now + lease))
+            self._write(ses, doc, attrs.evolve(head, lease_until=now + lease), durable=False)
             return attrs.evolve(writer, lease_until=now + lease)
 
         def absent() -> LogWriter:
@@ -156,7 +209,7 @@ class LocalLogCore(LogTree):
             head = head_of(doc)
             if head.epoch != writer.epoch or head.owner != writer.owner:
                 return False
-            self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0))
+            self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0), durable=False)
             return True
 
         return self.locked(
@@ -186,9 +239,16 @@ class LocalLogCore(LogTree):
         os.close(fd)
         return True
 
+    def _sealed(self, ses: Session, doc: Doc | None, owner: str, where: str) -> bool:
+        """A seal marker (``seal``), or in format 2 a finished run's record naming it."""
+        if _exists(ses.sd, seal_name(owner)):
+            return True
+        return seg.is_v2(doc) and owner in seg.index(ses, doc, where).sealed  # type: ignore[arg-type]
+
     def is_sealed(self, user_id: str, session_id: str, owner: str) -> bool:
+        where = slot_name(user_id, session_id, "log")
         return self.locked(
-            user_id, session_id, lambda s: _exists(s.sd, seal_name(owner)),
+            user_id, session_id, lambda s: self._sealed(s, self._read(s, where), owner, where),
             create=False, exclusive=False, absent=lambda: False,
         )  # fmt: skip
 
@@ -212,8 +272,31 @@ class LocalLogCore(LogTree):
                 prior=prior, finish=finish,
             )  # fmt: skip
 
+        def step2(ses: Session, doc: Doc) -> CommitResult:
+            idx = seg.index(ses, doc, where)
+            known = idx.batches.get(batch_id)
+            prior = None
+            if known is not None:  # its record whole before it decides anything
+                seg.record_at(ses, known[3], seg.record_end(idx, known[3]), where)
+                prior = known[:3]
+            plan = decide(head_of(doc), prior)
+            if plan.result is not None:
+                return plan.result  # type: ignore[no-any-return]
+            record = seg.encode_record(
+                plan.first_seq, plan.last_seq, batch_id, digest, data, plan.seal
+            )
+            fields = seg.append(ses, doc, record)
+            self._write(ses, doc, plan.head, plan.first_seq, fields=fields)  # the commit point
+            seg.note(
+                ses, idx, plan.first_seq, plan.last_seq, batch_id, digest, plan.seal,
+                int(fields["lo"]), int(fields["end"]),
+            )  # fmt: skip
+            return CommitResult(plan.first_seq, plan.last_seq, plan.head)
+
         def step(ses: Session) -> CommitResult:
             doc = self._read(ses, where)
+            if seg.is_v2(doc):
+                return step2(ses, doc)  # type: ignore[arg-type]
             head = head_of(doc)
             plan = decide(head, self._prior(ses, batch_id, where))
             if plan.result is not None:
@@ -303,6 +386,8 @@ class LocalLogCore(LogTree):
             head = 0 if doc is None else int(doc["seq"])
             if doc is None or head <= seq:
                 return []
+            if seg.is_v2(doc):
+                return _events(seg.commits(ses, doc, seq, where), seq, head, limit, where)
             starts = self._starts(ses, doc)
             i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
             out: list[LogEvent] = []
@@ -331,6 +416,35 @@ class LocalLogCore(LogTree):
             if short and head > seq and (not out or out[-1].seq != head):
                 raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
             return out
+
+        return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
+
+    def read_rows(self, user_id: str, session_id: str, seq: int) -> list[Row]:
+        """``read_after(seq)`` as ``Row`` tuples, the same files and checks."""
+        where = slot_name(user_id, session_id, "log")
+
+        def step(ses: Session) -> list[Row]:
+            doc = self._read(ses, where)
+            head = 0 if doc is None else int(doc["seq"])
+            if doc is None or head <= seq:
+                return []
+            if seg.is_v2(doc):
+                return rows_after(seg.commits(ses, doc, seq, where), seq, head, where=where)
+            starts = self._starts(ses, doc)
+            i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
+            commits: list[tuple[int, int, bytes]] = []
+            for first in starts[i:]:
+                if first > head:
+                    break  # an orphan: never read
+                name = commit_name(first)
+                raw = _read_whole(ses.sd, name)
+                if raw is None:
+                    raise LogCorrupt(f"{where}: commit file {name} (seq {first}) is missing")
+                meta, data = decode_commit_file(raw, where, name)
+                if meta["f"] != first:
+                    raise LogCorrupt(f"{where}: commit file {name} holds seq {meta['f']}")
+                commits.append((first, int(meta["l"]), data))
+            return rows_after(commits, seq, head, where=where)
 
         return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
 
@@ -373,6 +487,37 @@ class LocalLogCore(LogTree):
         return self.locked(
             user_id, session_id, step, create=False, exclusive=True, absent=lambda: False
         )
+
+
+def _events(
+    commits: Iterable[tuple[int, int, bytes]], seq: int, head: int, limit: int | None, where: str
+) -> list[LogEvent]:
+    """``read_after``'s events from (first, last, bytes) commits, with its checks."""
+    out: list[LogEvent] = []
+    expect, started = seq + 1, False
+    for first, last, data in commits:
+        if first > head:
+            break  # (an orphan is never indexed; a planted head may sit below a record)
+        if not started:
+            expect, started = min(expect, first), True
+        if first != expect:
+            raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
+        events = decode_batch(data, first, where=where)
+        if first + len(events) - 1 != last:
+            raise LogCorrupt(f"{where}: the commit at seq {first} does not match its record")
+        expect = last + 1
+        for e in events:
+            if seq < e.seq <= head:
+                out.append(e)
+                if limit is not None and len(out) >= limit:
+                    return out
+    if head > seq and (not out or out[-1].seq != head):
+        raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
+    return out
+
+
+def _key(doc: Doc) -> tuple[Any, ...]:
+    return (doc["life"], doc["n"], doc["lo"], doc["end"])
 
 
 def _indexed(ses: Session, doc: Doc) -> list[int] | None:

@@ -12,6 +12,7 @@ import attrs
 from hookagent.sessionlog import LogEvent, LogHead
 from hookagent.sessionlog.rules import encode_commit
 
+from . import logsegment
 from .logfiles import batch_name, commit_name, encode_commit_file, head_of
 from .loglocal import LocalLogCore
 from .logremote import Cur, FsspecLogCore
@@ -27,7 +28,14 @@ def plant_orphan(
     if isinstance(core, LocalLogCore):
 
         def put(ses: Session) -> None:
-            first = head_of(core._read(ses, "plant")).seq + 1
+            doc = core._read(ses, "plant")
+            first = head_of(doc).seq + 1
+            if logsegment.is_v2(doc):  # the record at the head's end, the head unmoved
+                record = logsegment.encode_record(
+                    first, first + len(events) - 1, batch_id, digest, data, None
+                )
+                os.pwrite(ses.hd, record, int(doc["end"]))  # type: ignore[index]
+                return
             body = encode_commit_file(first, first + len(events) - 1, batch_id, digest, data)
             name = commit_name(first)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW

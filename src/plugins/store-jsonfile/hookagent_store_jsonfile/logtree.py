@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hookagent.errors import StoreConfigurationError, StoreUnavailable
 
@@ -46,6 +46,11 @@ class Session:
         self.dead = False
         self.index: tuple[str, list[int]] | None = None
         """(life, sorted first seqs of the commit files seen): see ``loglocal._starts``."""
+        self.seg: Any = None
+        self.torn: tuple[Any, ...] | None = None
+        """Format 2: the head slot whose last record this handle found torn (a power loss:
+        the other slot is the head until a commit writes over it)."""
+        """Format 2: this handle's index of the records (``logsegment.Index``)."""
         self.seen: tuple[str, int] | None = None
         """(life, write counter) of the newest head this handle read or wrote: a head that
         reads older in the same life is a damaged slot, not a tear (``loglocal._read``)."""

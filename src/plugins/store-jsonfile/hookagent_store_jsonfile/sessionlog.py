@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import anyio.to_thread
 import fsspec  # type: ignore[import-untyped]
 from hookagent.errors import StorageFull, StoreConfigurationError, StoreUnavailable
-from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, SessionPage
+from hookagent.sessionlog import CommitResult, LogEvent, LogHead, LogWriter, Row, SessionPage
 from hookagent.sessionlog.rules import (
     check_after,
     check_batch_id,
@@ -130,6 +130,21 @@ class _Face:
         out: list[LogEvent] = await self._run(
             self._core.read_after, user_id, session_id, seq, limit
         )
+        return out
+
+    async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[Row]:
+        """``read_after(seq)`` as ``Row`` tuples (a cold projection's fast path; on fsspec
+        they are made from ``read_after``'s events)."""
+        check_session(user_id, session_id)
+        check_after(seq, None)
+        read = getattr(self._core, "read_rows", None)
+        if read is None:
+            return [
+                (e.seq, e.event_id, e.type, e.occurred_at, dict(e.payload), e.required,
+                 e.run_id, e.turn_id)
+                for e in await self.read_after(user_id, session_id, seq)
+            ]  # fmt: skip
+        out: list[Row] = await self._run(read, user_id, session_id, seq)
         return out
 
     async def list_session_ids(

@@ -46,6 +46,12 @@ def ev(n: int, kind: str = "message/appended") -> list[LogEvent]:
     return [LogEvent(kind, {"n": n, "i": i}) for i in range(2)]
 
 
+def v1(log: JsonFileSessionLog) -> JsonFileSessionLog:
+    """A handle creating sessions in format 1 (main's layout: one file per commit)."""
+    log._core.new_format = 1
+    return log
+
+
 async def filled(log: JsonFileSessionLog, commits: int) -> Any:
     w = await log.acquire(U, S, "run-1", 60)
     for i in range(commits):
@@ -56,7 +62,7 @@ async def filled(log: JsonFileSessionLog, commits: int) -> Any:
 async def test_a_warm_commit_is_one_file_two_fsyncs_and_a_datasync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = JsonFileSessionLog(tmp_path)
+    log = v1(JsonFileSessionLog(tmp_path))  # main's layout: a file per commit
     w = await filled(log, 3)
     calls: list[str] = []
     real = {name: getattr(os, name) for name in ("fsync", "fdatasync", "open", "rename")}
@@ -80,10 +86,42 @@ async def test_a_warm_commit_is_one_file_two_fsyncs_and_a_datasync(
     await log.aclose()
 
 
+async def test_lease_changes_are_not_synced_seals_and_commits_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """acquire, renew and release write the head in place with no sync (loglocal's
+    "Leases are not synced": only a power loss loses them, and no writer survives it); a
+    seal and a commit are durable when they return."""
+    log = JsonFileSessionLog(tmp_path)
+    await filled(log, 1)  # the session's directory and head exist (their creation is synced)
+    await log.release(await log.acquire(U, S, "run-1", 60))
+    syncs: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, _n=name, _r=real: (syncs.append(_n), _r(fd))[1])
+    w = await log.acquire(U, S, "run-2", 60)
+    w = await log.renew(w, 60)
+    assert await log.release(w)
+    w = await log.acquire(U, S, "run-3", 60)
+    assert syncs == [], syncs
+    await log.commit(w, "c", 2, ev(5))
+    assert syncs == ["fdatasync"], syncs  # format 2: the record and the head, one sync
+    syncs.clear()
+    await log.seal(U, S, "run-9")
+    assert syncs, "a seal is durable when it returns"
+    monkeypatch.undo()
+    other = JsonFileSessionLog(tmp_path)  # what another process reads: the page cache
+    head = await other.head(U, S)
+    assert (head.seq, head.owner, head.epoch) == (4, "run-3", w.epoch)
+    assert await other.is_sealed(U, S, "run-9")
+    await other.aclose()
+    await log.aclose()
+
+
 async def test_read_after_reads_only_the_commits_it_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = JsonFileSessionLog(tmp_path)
+    log = v1(JsonFileSessionLog(tmp_path))  # main's layout: a file per commit
     await filled(log, 50)
     fresh = JsonFileSessionLog(tmp_path)  # nothing cached: one listing of names
     read: list[str] = []
@@ -107,7 +145,7 @@ async def test_read_after_reads_only_the_commits_it_returns(
 async def test_a_torn_head_slot_is_the_previous_head(tmp_path: Path) -> None:
     """A power loss mid-write of the head tears the slot being written: the other slot, the
     previous head, is the head; the commit it would have published is an orphan."""
-    log = JsonFileSessionLog(tmp_path)
+    log = v1(JsonFileSessionLog(tmp_path))  # main's layout: a file per commit
     w = await filled(log, 2)
     before = await log.head(U, S)
     await log.commit(w, "last", 4, ev(7))
@@ -162,7 +200,7 @@ async def test_a_damaged_head_this_handle_saw_fails_closed(tmp_path: Path) -> No
 
 
 async def test_a_missing_or_damaged_commit_fails_closed(tmp_path: Path) -> None:
-    log = JsonFileSessionLog(tmp_path)
+    log = v1(JsonFileSessionLog(tmp_path))  # main's layout: a file per commit
     await filled(log, 3)
     path = sdir(tmp_path) / commit_name(3)
     data = path.read_bytes()
@@ -202,7 +240,7 @@ async def test_disk_full_writes_nothing_and_the_handle_goes_on(
 async def test_an_fsync_failure_poisons_the_handle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = JsonFileSessionLog(tmp_path)
+    log = v1(JsonFileSessionLog(tmp_path))  # main's layout: a file per commit
     w = await filled(log, 1)
 
     def broken(fd: int) -> None:
@@ -261,7 +299,7 @@ async def test_a_state_store_on_the_same_root_never_meets_the_log(tmp_path: Path
 async def test_a_torn_orphan_is_no_prior_and_is_replaced(tmp_path: Path) -> None:
     """A power loss mid-commit can leave the commit file (and its index link, the same
     inode) cut short: the retry of that batch is a new commit, not an error."""
-    log = JsonFileSessionLog(tmp_path)
+    log = v1(JsonFileSessionLog(tmp_path))  # main's layout: a file per commit
     w = await filled(log, 1)
     events = ev(5)
     log.plant_orphan(U, S, "retried", events)
@@ -310,3 +348,147 @@ async def test_a_torn_first_acquire_is_a_log_never_written(tmp_path: Path) -> No
     await fresh.commit(w, "b", 0, ev(1))
     assert len(await fresh.read_after(U, S, 0)) == 2
     await fresh.aclose()
+
+
+# ---------------------------------------------------------------- format 2 (logsegment)
+
+
+def records_of(root: Path) -> bytes:
+    return (sdir(root) / "head").read_bytes()[2 * SLOT :]
+
+
+async def test_a_format2_commit_is_two_writes_and_one_datasync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 3)
+    calls: list[str] = []
+    real = {n: getattr(os, n) for n in ("fsync", "fdatasync", "open", "link", "pwrite")}
+
+    def counted(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return real[name](*args, **kwargs)
+
+        return call
+
+    events = ev(9)
+    for name in real:
+        monkeypatch.setattr(os, name, counted(name))
+    await log.commit(w, "warm", 6, events)
+    assert sorted(calls) == ["fdatasync", "pwrite", "pwrite"], calls  # record, head slot
+    monkeypatch.undo()
+    assert [n for n in os.listdir(sdir(tmp_path)) if n != "head"] == []  # no file per commit
+    fresh = JsonFileSessionLog(tmp_path)  # another process: it indexes the records once
+    assert [e.payload["n"] for e in await fresh.read_after(U, S, 6)] == [9, 9]
+    assert (await fresh.commit(w, "warm", 6, events)).duplicate  # the batch index is in them
+    await log.aclose()
+    await fresh.aclose()
+
+
+async def test_a_torn_last_record_is_the_previous_head(tmp_path: Path) -> None:
+    """A power loss during a commit's fdatasync can keep its head slot and lose its record:
+    a handle's first read finds the record the head names torn, and the previous head (the
+    other slot, ending where that record starts) is the head; the next commit writes over
+    the torn bytes."""
+    log = JsonFileSessionLog(tmp_path)
+    w = await filled(log, 2)
+    before = await log.head(U, S)
+    await log.commit(w, "lost", 4, ev(7))
+    await log.aclose()
+    path = sdir(tmp_path) / "head"
+    raw = bytearray(path.read_bytes())
+    raw[-3] ^= 0xFF  # the last record's bytes did not all land
+    path.write_bytes(bytes(raw))
+    other = JsonFileSessionLog(tmp_path)
+    assert await other.head(U, S) == before
+    assert [e.seq for e in await other.read_after(U, S, 0)] == [1, 2, 3, 4]
+    w2 = await other.acquire(U, S, "run-1", 60)  # (the lost commit's writer, after a reboot)
+    again = await other.commit(w2, "lost", 4, ev(8))  # never committed: no prior
+    assert (again.first_seq, again.last_seq, again.duplicate) == (5, 6, False)
+    third = JsonFileSessionLog(tmp_path)
+    assert [e.payload["n"] for e in await third.read_after(U, S, 4)] == [8, 8]
+    for h in (other, third):
+        await h.aclose()
+
+
+async def test_a_damaged_record_under_the_head_fails_closed(tmp_path: Path) -> None:
+    log = JsonFileSessionLog(tmp_path)
+    await filled(log, 3)
+    await log.aclose()
+    path = sdir(tmp_path) / "head"
+    raw = bytearray(path.read_bytes())
+    first = records_of(tmp_path)
+    third = first.index(COMMIT_MAGIC, first.index(COMMIT_MAGIC, 1) + 1)
+    raw[2 * SLOT + third - 3] ^= 0xFF  # in the batch bytes of the second record (seqs 3..4)
+    path.write_bytes(bytes(raw))
+    fresh = JsonFileSessionLog(tmp_path)
+    with pytest.raises(LogCorrupt, match="damaged"):
+        await fresh.read_after(U, S, 0)
+    with pytest.raises(LogCorrupt, match="damaged"):
+        await fresh.read_rows_after(U, S, 2)
+    assert [e.seq for e in await fresh.read_after(U, S, 4)] == [5, 6]  # after it: readable
+    raw[-3] ^= 0xFF  # and the last one too: the other slot is not the head before it
+    path.write_bytes(bytes(raw))
+    with pytest.raises(LogCorrupt, match="damaged"):
+        await JsonFileSessionLog(tmp_path).head(U, S)
+    await fresh.aclose()
+
+
+async def test_a_format1_log_is_read_and_written_in_format1(tmp_path: Path) -> None:
+    """A session main's code wrote (a file per commit) keeps its layout; sessions created
+    since are format 2; both on one root, through one handle."""
+    old = v1(JsonFileSessionLog(tmp_path))
+    w = await filled(old, 2)
+    await old.commit(w, "end", 4, ev(3), finish=True)
+    await old.aclose()
+    log = JsonFileSessionLog(tmp_path)
+    assert [e.seq for e in await log.read_after(U, S, 0)] == [1, 2, 3, 4, 5, 6]
+    assert [r[0] for r in await log.read_rows_after(U, S, 3)] == [4, 5, 6]
+    assert await log.is_sealed(U, S, "run-1")
+    w2 = await log.acquire(U, S, "run-2", 60)
+    r = await log.commit(w2, "more", 6, ev(4), finish=True)
+    assert (r.first_seq, r.last_seq) == (7, 8)
+    assert (sdir(tmp_path) / commit_name(7)).exists()  # format 1 still
+    assert await log.is_sealed(U, S, "run-2")
+    w3 = await log.acquire(U, "new", "run-1", 60)
+    await log.commit(w3, "n1", 0, ev(1), finish=True)
+    new_dir = tmp_path / LOG_DIR / Path(*id_parts(U), *id_parts("new"))
+    assert os.listdir(new_dir) == ["head"]  # format 2: the record is in the head file
+    assert await log.is_sealed(U, "new", "run-1")  # sealed by its finishing record
+    assert not await log.is_sealed(U, "new", "run-2")
+    with pytest.raises(Exception, match="sealed"):
+        await JsonFileSessionLog(tmp_path).acquire(U, "new", "run-1", 60)
+    await log.aclose()
+
+
+async def test_a_log_main_wrote_reads_and_grows(tmp_path: Path) -> None:
+    """``data/sessionlog-main``: a session written by main's code before format 2 (two
+    commits, the second finishing run-a; copied by git, so its batch links are plain
+    copies, which the format-1 reader never trusts as an index)."""
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "data" / "sessionlog-main", tmp_path / "root")
+    log = JsonFileSessionLog(tmp_path / "root")
+    head = await log.head("u1", "s1")
+    assert (head.seq, head.commit_id, head.checkpoint_seq, head.owner) == (3, "a2", 3, None)
+    events = await log.read_after("u1", "s1", 0)
+    assert [(e.seq, e.event_id, e.type) for e in events] == [
+        (1, "e1", "message/appended"),
+        (2, "e2", "acme/note"),
+        (3, "e3", "state/checkpoint"),
+    ]
+    assert (events[1].run_id, events[1].turn_id, events[1].required) == ("run-a", "t1", False)
+    rows = await log.read_rows_after("u1", "s1", 1)
+    assert [r[:3] for r in rows] == [(2, "e2", "acme/note"), (3, "e3", "state/checkpoint")]
+    assert await log.is_sealed("u1", "s1", "run-a")
+    w = await log.acquire("u1", "s1", "run-b", 60)
+    r = await log.commit(w, "b1", 3, ev(1), finish=True)
+    assert (r.first_seq, r.last_seq) == (4, 5)
+    sd = tmp_path / "root" / LOG_DIR / "u1" / "s1"
+    assert (sd / commit_name(4)).exists()  # it stays in its layout
+    again = JsonFileSessionLog(tmp_path / "root")
+    assert [e.seq for e in await again.read_after("u1", "s1", 0)] == [1, 2, 3, 4, 5]
+    assert await again.is_sealed("u1", "s1", "run-b")
+    await log.aclose()
+    await again.aclose()

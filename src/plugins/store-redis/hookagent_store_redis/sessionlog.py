@@ -31,9 +31,11 @@ from hookagent.sessionlog import (
     LogEvent,
     LogHead,
     LogWriter,
+    Row,
     SessionPage,
     batch_digest,
     decode_batch,
+    rows_after,
 )
 from hookagent.sessionlog.rules import (
     check_after,
@@ -357,6 +359,28 @@ class RedisSessionLog:
         if short and head > seq and (not out or out[-1].seq != head):
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return out
+
+    async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[Row]:
+        """``read_after(seq)`` as ``Row`` tuples, the same one script and the same checks
+        (a cold projection's fast path: no envelope objects)."""
+        check_session(user_id, session_id)
+        check_after(seq, None)
+        where = slot_name(user_id, session_id, "log")
+        keys = self._keys(user_id, session_id)[:4]
+        res = await self._run(ls.READ, keys, [min(seq, MAX_EXACT), -1], "read", where)
+        head, n = _head(res[1:7], where).seq, int(res[7])
+        firsts, records, blobs = res[8 : 8 + n], res[8 + n : 8 + 2 * n], res[8 + 2 * n : 8 + 3 * n]
+        commits: list[tuple[int, int, bytes]] = []
+        for f, record, blob in zip(firsts, records, blobs, strict=True):
+            first = int(f)
+            if blob is None or record is None:
+                raise LogCorrupt(f"{where}: the commit at seq {first} is missing")
+            data = _b(blob)
+            last, digest = _s(record).split(" ", 2)[:2]
+            if not last.isdigit() or digest != batch_digest(data):
+                raise LogCorrupt(f"{where}: the commit at seq {first} does not match its record")
+            commits.append((first, int(last), data))
+        return rows_after(commits, seq, head, where=where)
 
     # ------------------------------------------------------------------ listing, delete
 

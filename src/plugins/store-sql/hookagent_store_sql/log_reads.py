@@ -10,7 +10,8 @@ from typing import Any
 
 from hookagent.errors import LogCorrupt
 from hookagent.sessionlog import LogEvent, LogHead, SessionPage
-from hookagent.sessionlog.batch import decode_batch
+from hookagent.sessionlog import Row as EventRow
+from hookagent.sessionlog.batch import decode_batch, rows_after
 from hookagent.sessionlog.rules import check_after, check_owner, check_session
 from hookagent.store.ids import check_cursor, check_id, check_page_limit, slot_name
 from sqlalchemy.engine import Row
@@ -83,6 +84,26 @@ class LogReads:
         if short and head > seq and (not out or out[-1].seq != head):
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return out
+
+    async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[EventRow]:
+        """``read_after(seq)`` as ``Row`` tuples: the same statement and checks (a cold
+        projection's fast path, no envelope objects)."""
+        check_session(user_id, session_id)
+        check_after(seq, None)
+        q = await self._ready()
+        stmt, params = q.read(None), {"u": user_id, "s": session_id, "after": seq}
+        what = self._what("read_after", user_id, session_id)
+        rows = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
+        if not rows:
+            return []
+        commits = [
+            (int(r.first_seq), int(r.last_seq), bytes(r.data))
+            for r in rows
+            if r.first_seq is not None
+        ]
+        return rows_after(
+            commits, seq, int(rows[0].seq), where=slot_name(user_id, session_id, "log")
+        )
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None

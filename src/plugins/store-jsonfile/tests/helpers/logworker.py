@@ -2,7 +2,7 @@
 
     logworker.py <backend: local|fsspec> <root> <name> <mode> <count>
 
-``race``: ``count`` rounds of (acquire as owner ``w``, which fences the other process's
+``race``: prints ``{"ready": name}``, waits for the file ``go`` beside the root, then ``count`` rounds of (acquire as owner ``w``, which fences the other process's
 writer, then up to 3 commits); prints one JSON line per commit: ``{"ok": [first, last],
 "batch": ...}`` or ``{"fenced": batch}``, ``{"stale": batch}``.
 ``loop``: acquire once, then commit forever, printing ``{"ok": ...}`` after each commit
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -39,11 +40,13 @@ def stall_before_head() -> None:
     real_local = LocalLogCore._write
     real_create = FsspecLogCore.create
 
-    def local_write(self: LocalLogCore, ses: Any, doc: Any, head: Any, last: int = -1) -> None:
+    def local_write(
+        self: LocalLogCore, ses: Any, doc: Any, head: Any, last: int = -1, **kw: Any
+    ) -> None:
         if last > 0:  # a commit's head write (acquire and renew pass no last commit)
             say({"between": head.commit_id})
             time.sleep(3600)
-        real_local(self, ses, doc, head, last)
+        real_local(self, ses, doc, head, last, **kw)
 
     def create(self: FsspecLogCore, path: str, data: bytes) -> bool:
         if "/h/" in path and b'"cid":"stall' in data:
@@ -62,6 +65,10 @@ async def main(backend: str, root: str, name: str, mode: str, count: int) -> Non
         log = FsspecJsonFileSessionLog(root, writers="multi", fs=fsspec.filesystem("file"))
     n = 0
     if mode == "race":
+        say({"ready": name})  # both start together (the parent creates ``go``): a commit
+        go = Path(root).parent / "go"  # is a few syscalls, one process alone would finish
+        while not go.exists():  # its rounds before the other one is up
+            time.sleep(0.001)
         for _ in range(count):
             w = await log.acquire(USER, SESSION, "w", 30)
             for _ in range(3):

@@ -1,0 +1,78 @@
+"""The conformance checks of a backend's optional cold-read fast path, ``read_rows_after``.
+
+A backend may offer ``read_rows_after(user_id, session_id, seq)``: what ``read_after(seq)``
+returns, as ``hookagent.sessionlog.Row`` tuples (a cold projection applies them without
+building ``LogEvent`` envelopes). It must be ``read_after`` exactly: the same events, never
+an orphan, and ``LogCorrupt`` where ``read_after`` fails closed. Without the method these
+checks are skipped as "not run: ...".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from ..errors import LogCorrupt
+from ..sessionlog.base import LogEvent, SessionLog
+from .log_conformance_hooks import LONG, LogHooks, batch, written
+
+NOT_RUN_ROWS = "not run: the backend has no read_rows_after (an optional fast path)"
+
+
+def as_rows(events: Sequence[LogEvent]) -> list[tuple[Any, ...]]:
+    return [
+        (e.seq, e.event_id, e.type, e.occurred_at, dict(e.payload), e.required, e.run_id, e.turn_id)
+        for e in events
+    ]
+
+
+def _rows(log: SessionLog) -> Any:
+    read = getattr(log, "read_rows_after", None)
+    if read is None:
+        pytest.skip(NOT_RUN_ROWS)
+    return read
+
+
+class RowsLogConformance(LogHooks):
+    """Mixed into ``SessionLogConformance``."""
+
+    async def test_read_rows_after_is_read_after(self, log: SessionLog) -> None:
+        rows = _rows(log)
+        writer = await written(log, "u", "s", 2, 3)
+        mixed = [
+            LogEvent("run/started", {}, False, "r1", "t1", occurred_at=1.5),
+            LogEvent("message/appended", {"tag": "m", "i": 0}, True, "r1", "t1", occurred_at=2),
+            LogEvent("acme/note", {"n": [1, {"x": None}]}, False, None, "t2", occurred_at=3.25),
+        ]
+        await log.commit(writer, "mixed", 5, mixed)
+        assert await rows("u", "s", 0) == as_rows(await log.read_after("u", "s", 0))
+        for after in range(9):
+            got, want = await rows("u", "s", after), as_rows(await log.read_after("u", "s", after))
+            assert got == want, f"read_rows_after({after}) != read_after({after})"
+        assert await rows("u", "never", 0) == []
+
+    async def test_read_rows_after_never_reads_an_orphan(self, log: SessionLog) -> None:
+        rows = _rows(log)
+        await written(log, "u", "s", 2)
+        await self.orphan(log, "u", "s", "orphan", batch("orphan", 3))
+        assert [r[0] for r in await rows("u", "s", 0)] == [1, 2]
+        assert await rows("u", "s", 2) == []
+        await log.acquire("u", "fresh", "w", LONG)
+        await self.orphan(log, "u", "fresh", "first", batch("first", 1))
+        assert await rows("u", "fresh", 0) == []
+
+    async def test_read_rows_after_fails_closed_where_read_after_does(
+        self, log: SessionLog
+    ) -> None:
+        rows = _rows(log)
+        writer = await written(log, "u", "s", 2)
+        await self.bad_head(log, "u", "s", 4)  # the head past its commits
+        for after in (0, 1, 2, 3):
+            with pytest.raises(LogCorrupt):
+                await rows("u", "s", after)
+        await log.commit(writer, "b1", 4, batch("b1", 1))  # seqs 3..4 missing under it
+        for after in (0, 1, 2):
+            with pytest.raises(LogCorrupt):
+                await rows("u", "s", after)

@@ -1,0 +1,217 @@
+"""Format 2 of the local session log: the commits appended to the head file, one sync each.
+
+A session written in format 2 (every session created since; a format-1 session, with one
+``c<first seq>`` file per commit, is read and written in format 1 as before) keeps its
+commits in its ``head`` file, after the two 4 KiB head slots::
+
+    head    [slot 0][slot 1][record][record]...     a record: a commit file's bytes (magic,
+                                                    lengths, crc32, header, batch)
+
+A head slot in format 2 also holds ``end`` (the byte offset after the last committed record)
+and ``lo`` (where that record starts). A commit, under the session's exclusive flock: read
+the head, plan, ``pwrite`` the record at ``end``, ``pwrite`` the new head into the other slot
+(``end`` moved past the record), **one fdatasync**: the commit point. The batch index and
+the sealed owners of finished runs are in the records (``b``, ``s`` in a record's header),
+indexed in memory per handle by scanning the records up to ``end``, only the new ones
+after the first scan.
+
+Why one sync is enough (the crash argument):
+
+* A process killed anywhere leaves its writes in the page cache, in program order: killed
+  after the record and before the slot, the record is past the head's ``end`` (an orphan:
+  never read, never indexed, overwritten by the next commit); after the slot, the commit is
+  complete.
+* A power loss during the fdatasync may keep any subset of its pages: a torn slot fails its
+  checksum and the other slot (the previous head) is the head; a slot that landed while its
+  record did not names a record that fails its crc. A handle's first read of a session
+  checks the record the head names; if it is torn and the other slot is the head right
+  before it (its ``end`` is that record's start), that previous head is the head: the lost
+  commit's fdatasync never returned, so it was never acknowledged. Anything else is
+  ``LogCorrupt`` (fail closed). A later read needs no check: a power loss ends this handle
+  too.
+* Lease changes are not synced at all (``loglocal``'s "Leases are not synced").
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import orjson
+from hookagent.codec import dumps
+from hookagent.errors import LogCorrupt
+
+from . import posixio as io
+from .logfiles import COMMIT_MAGIC, SLOT, decode_commit_file
+from .logtree import Session
+
+FORMAT = 2
+START = 2 * SLOT
+"""Where the first record of a format-2 session starts (after the two head slots)."""
+_FIXED = struct.Struct(">III")
+_PREFIX = len(COMMIT_MAGIC) + _FIXED.size
+Doc = dict[str, Any]
+
+
+def is_v2(doc: Doc | None) -> bool:
+    return doc is not None and doc.get("fmt") == FORMAT
+
+
+def fresh_fields() -> Doc:
+    """The format-2 fields of a session's first head (no record yet)."""
+    return {"fmt": FORMAT, "end": START, "lo": 0}
+
+
+def encode_record(
+    first: int, last: int, batch_id: str, digest: str, data: bytes, seal: str | None
+) -> bytes:
+    """A record: the commit file's framing, its header naming a sealed owner if any."""
+    meta: Doc = {"f": first, "l": last, "b": batch_id, "d": digest}
+    if seal is not None:
+        meta["s"] = seal
+    head = dumps(meta, what="log commit header")
+    body = head + data
+    return COMMIT_MAGIC + _FIXED.pack(len(head), len(data), zlib.crc32(body)) + body
+
+
+@attrs.define
+class Index:
+    """What this handle knows of a format-2 session's records, up to ``end``."""
+
+    life: str
+    end: int = START
+    starts: list[int] = attrs.Factory(list)
+    offsets: list[int] = attrs.Factory(list)
+    lasts: list[int] = attrs.Factory(list)
+    batches: dict[str, tuple[int, int, str, int]] = attrs.Factory(dict)
+    """batch_id -> (first, last, digest, offset) of the newest record holding it."""
+    sealed: set[str] = attrs.Factory(set)
+
+
+def index(ses: Session, doc: Doc, where: str) -> Index:
+    """The session's index, brought to the head's ``end`` (reading only records it lacks).
+    A record under ``end`` that is cut short or has a bad header is ``LogCorrupt``."""
+    end = int(doc["end"])
+    idx: Index | None = ses.seg
+    if idx is None or idx.life != doc["life"] or idx.end > end:
+        idx = Index(str(doc["life"]))  # new incarnation, or a head that went back: rescan
+    if idx.end < end:
+        buf = io.pread_exact(ses.hd, end - idx.end, idx.end)
+        if len(buf) != end - idx.end:
+            raise LogCorrupt(f"{where}: the log file is cut short (its head ends at {end})")
+        at = 0
+        while at < len(buf):
+            off = idx.end + at
+            size, meta = _header(buf, at, where, off)
+            first = int(meta["f"])
+            if idx.starts and first <= idx.starts[-1]:
+                raise LogCorrupt(f"{where}: the record at byte {off} goes back to seq {first}")
+            idx.starts.append(first)
+            idx.offsets.append(off)
+            idx.lasts.append(int(meta["l"]))
+            idx.batches[str(meta["b"])] = (first, int(meta["l"]), str(meta["d"]), off)
+            if isinstance(meta.get("s"), str):
+                idx.sealed.add(meta["s"])
+            at += size
+        idx.end = end
+    ses.seg = idx
+    return idx
+
+
+def _header(buf: bytes, at: int, where: str, off: int) -> tuple[int, Doc]:
+    """(record size, header) of the record at ``buf[at:]``; the crc is checked on read."""
+    if buf[at : at + len(COMMIT_MAGIC)] != COMMIT_MAGIC or len(buf) - at < _PREFIX:
+        raise LogCorrupt(f"{where}: the record at byte {off} is not a commit")
+    meta_len, data_len, _ = _FIXED.unpack_from(buf, at + len(COMMIT_MAGIC))
+    size = _PREFIX + meta_len + data_len
+    if at + size > len(buf):
+        raise LogCorrupt(f"{where}: the record at byte {off} runs past the head's end")
+    try:  # a flat object of four or five scalars: no depth walk needed (orjson caps nesting)
+        meta = orjson.loads(buf[at + _PREFIX : at + _PREFIX + meta_len])
+    except orjson.JSONDecodeError:
+        meta = None
+    if (
+        not isinstance(meta, dict)
+        or not all(type(meta.get(k)) is int and meta[k] >= 1 for k in ("f", "l"))
+        or meta["l"] < meta["f"]
+        or not isinstance(meta.get("b"), str)
+        or not isinstance(meta.get("d"), str)
+    ):
+        raise LogCorrupt(f"{where}: the record at byte {off} has a malformed header")
+    return size, meta
+
+
+def record_at(ses: Session, off: int, end: int, where: str) -> tuple[Doc, bytes]:
+    """(header, batch bytes) of the whole record at ``off`` (crc checked)."""
+    raw = io.pread_exact(ses.hd, end - off, off)
+    return decode_commit_file(raw, where, f"record at byte {off}")
+
+
+def last_is_whole(ses: Session, doc: Doc, where: str) -> bool:
+    """Whether the record the head names last (``lo`` .. ``end``) is whole."""
+    lo, end = int(doc["lo"]), int(doc["end"])
+    if not lo:
+        return True
+    try:
+        record_at(ses, lo, end, where)
+    except LogCorrupt:
+        return False
+    return True
+
+
+def commits(
+    ses: Session, doc: Doc, seq: int, where: str, chunk: int = 256
+) -> Iterator[tuple[int, int, bytes]]:
+    """(first, last, batch bytes) of the committed records from the one holding ``seq + 1``
+    to the head's ``end``, each crc-checked, read ``chunk`` records per pread."""
+    idx = index(ses, doc, where)
+    i = max(0, bisect.bisect_right(idx.starts, seq + 1) - 1)
+    bounds = [*idx.offsets[i:], idx.end]
+    for a in range(0, len(bounds) - 1, chunk):
+        part = bounds[a : a + chunk + 1]
+        begin = part[0]
+        buf = io.pread_exact(ses.hd, part[-1] - begin, begin)
+        if len(buf) != part[-1] - begin:
+            raise LogCorrupt(f"{where}: the log file is cut short (its head ends at {idx.end})")
+        for k in range(len(part) - 1):
+            at, stop = part[k] - begin, part[k + 1] - begin
+            # its header was read into the index from these very bytes (nothing under the
+            # head's end is ever rewritten in one incarnation): the crc of the whole is
+            # what is checked here
+            meta_len, data_len, crc = _FIXED.unpack_from(buf, at + len(COMMIT_MAGIC))
+            body = memoryview(buf)[at + _PREFIX : stop]
+            if _PREFIX + meta_len + data_len != stop - at or zlib.crc32(body) != crc:
+                raise LogCorrupt(f"{where}: the record at byte {part[k]} is damaged (crc)")
+            j = i + a + k
+            yield idx.starts[j], idx.lasts[j], bytes(body[meta_len:])
+
+
+def record_end(idx: Index, off: int) -> int:
+    """Where the indexed record at ``off`` ends."""
+    k = bisect.bisect_right(idx.offsets, off)
+    return idx.offsets[k] if k < len(idx.offsets) else idx.end
+
+
+def append(ses: Session, doc: Doc, record: bytes) -> Doc:
+    """Write ``record`` at the head's ``end`` (over an orphan, if one is there); the
+    format-2 fields of the head that commits it."""
+    end = int(doc["end"])
+    io.write_all(ses.hd, record, end)
+    return {"fmt": FORMAT, "end": end + len(record), "lo": end}
+
+
+def note(ses: Session, idx: Index, first: int, last: int, batch_id: str, digest: str,
+         seal: str | None, off: int, end: int) -> None:  # fmt: skip
+    """Add a record this handle just committed to its index."""
+    idx.starts.append(first)
+    idx.offsets.append(off)
+    idx.lasts.append(last)
+    idx.batches[batch_id] = (first, last, digest, off)
+    if seal is not None:
+        idx.sealed.add(seal)
+    idx.end = end
+    ses.seg = idx

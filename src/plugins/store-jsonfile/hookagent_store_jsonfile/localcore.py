@@ -158,6 +158,7 @@ class LocalCore(LocalCreate):
         root = self.root()
         where = where_of(user_id, session_id, key)
         sparts, kparts = slot_parts(user_id, session_id), id_parts(key)
+        gone_once = False
         try:
             for _ in range(RETRIES):
                 sd = walk(self.dirs, root, (), sparts, create=False, dur=self.dur)
@@ -181,9 +182,14 @@ class LocalCore(LocalCreate):
                         except Gone:
                             again = self._read_head(kd, where)
                             if again is not None and again.gen == head.gen:
-                                raise CorruptState(
-                                    f"{where}: the history file is missing"
-                                ) from None
+                                # the held directory fd may be of a slot a delete moved
+                                # aside: only a second walk from the root that finds the
+                                # same head without its history is damage
+                                if gone_once:
+                                    raise CorruptState(
+                                        f"{where}: the history file is missing"
+                                    ) from None
+                                gone_once = True
                             continue
                     finally:
                         self.dirs.release(kd)

@@ -8,6 +8,11 @@ Measures, side by side in one sitting (medians):
 * rewrite: the final 4,000-message history serialised to JSON and written atomically
   (temp file, fsync, rename, directory fsync) - what a snapshot-per-call design pays;
 * append: 4 framed messages appended to a file with fsync - the floor for an append design;
+* the floor of a correct warm call, no framework (plain ``os`` calls): the version check
+  (the log's length is its version: one ``fstat`` of a held descriptor, what a load of an
+  unchanged slot must do) and a checked append (``flock``, ``fstat`` again under the lock,
+  the append, ``fsync``, unlock) - what a save that must not lose a concurrent writer's
+  messages pays at least;
 * the store itself (``LocalCore``, no agent): a save appending 4 messages to a 4-message and
   to a 4,000-message history (append + fsync, head temp + fsync, rename, directory fsync),
   a warm load (head only), a cold load of 4,000 messages in a fresh store instance, and the
@@ -17,6 +22,7 @@ Measures, side by side in one sitting (medians):
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -105,6 +111,30 @@ def main() -> None:
         samples.append(time.perf_counter() - t)
     os.close(fd)
     out["append_4_fsync_ms"] = median_ms(samples)
+    fd = os.open(base / "floor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    seen = os.fstat(fd).st_size
+    checks, floor, cpu = [], [], []
+    for n in range(1, 101):
+        c, t = time.process_time(), time.perf_counter()
+        if os.fstat(fd).st_size != seen:  # the load: has anyone written since?
+            raise RuntimeError("the floor's log changed under it")
+        t1 = time.perf_counter()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_size != seen:  # the save's compare, under the lock
+                raise RuntimeError("the floor's log changed under it")
+            os.write(fd, frame([encode_msg(m) for m in turn(n)]))
+            os.fsync(fd)
+            seen = os.fstat(fd).st_size
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        floor.append(time.perf_counter() - t)
+        checks.append(t1 - t)
+        cpu.append(time.process_time() - c)
+    os.close(fd)
+    out["floor_check_ms"] = median_ms(checks)
+    out["floor_check_and_append_ms"] = median_ms(floor)
+    out["floor_check_and_append_cpu_ms"] = median_ms(cpu)
 
     # 2. the store
     core = LocalCore(base / "store", sweep_after=None, cache_slots=16, writers="multi")
@@ -139,6 +169,7 @@ def main() -> None:
     out["raw_text_bytes"] = raw_text
     out["store_over_raw_text"] = round(stored / raw_text, 2)
     out["encoded_msgs_bytes"] = sum(len(encode_msg(m)) for m in history)
+    out["load_average"] = Path("/proc/loadavg").read_text().split()[:3]
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))

@@ -208,6 +208,7 @@ class Agent:
         try:
             with anyio.CancelScope() as scope:
                 run.scope = scope
+                run.control.scope_type = type(scope)  # the backend's class: no lookup per step
                 if run.status == "cancelled":  # cancel() came before the scope existed
                     scope.cancel()
                 self._queued.add(run)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 
 from .messages import new_id
-from .state import ANONYMOUS_USER, AgentState
+from .state import ANONYMOUS_USER, AgentState, plain_setattr
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -57,7 +57,7 @@ def _run_id(value: str | None) -> str:
     return value
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, field_transformer=plain_setattr)
 class RuntimeContext:
     """Per-call metadata passed to ``agent.call(msgs, ctx)``; create one per execution."""
 
@@ -71,6 +71,12 @@ class RuntimeContext:
     """The turn this run belongs to: None starts a new turn (the kernel sets it at
     admission); a call that answers a suspended turn continues it under a new run_id."""
     _typed: dict[type, Any] = attrs.field(factory=dict, alias="typed", kw_only=True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``run_id`` is converted on assignment too (None draws a fresh id); the rest is
+        set as given, without attrs' per-assignment hook calls (the kernel sets
+        ``agent_state`` and ``turn_id`` on every call)."""
+        object.__setattr__(self, name, _run_id(value) if name == "run_id" else value)
 
     @classmethod
     def empty(cls) -> RuntimeContext:

@@ -81,7 +81,11 @@ class Execution:
         self.store_class = ""
 
     async def emit(self, kind: str, /, **data: Any) -> None:
-        event = self.agent.record_event(self.run, kind, data)
+        run = self.run
+        if not self.observers and run.parent is None:  # nobody sees it now: made when read
+            run.record_raw(kind, data)
+            return
+        event = self.agent.record_event(run, kind, data)
         if self.observers:
             await self.relay.deliver(self.observers, event)
 

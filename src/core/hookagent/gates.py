@@ -8,8 +8,7 @@ do); the local one yields None.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 import anyio
@@ -32,16 +31,39 @@ class LocalSessionGate:
     def __init__(self) -> None:
         self._locks: dict[tuple[str, str], tuple[anyio.Lock, int]] = {}
 
-    @asynccontextmanager
-    async def acquire(
+    def acquire(
         self, user_id: str, session_id: str, *, timeout: float | None = None
-    ) -> AsyncIterator[Fence | None]:
-        key = (user_id, session_id)
+    ) -> AbstractAsyncContextManager[Fence | None]:
+        return _Hold(self._locks, user_id, session_id, timeout)
+
+
+class _Hold:
+    """``async with gate.acquire(...)``: the session's lock, held for the block.
+
+    A class, not an ``asynccontextmanager`` generator (a call takes the gate once; the
+    generator's frames and its ``athrow``/``anext`` steps cost more than the lock itself).
+    """
+
+    __slots__ = ("key", "lock", "locks", "timeout")
+
+    def __init__(
+        self,
+        locks: dict[tuple[str, str], tuple[anyio.Lock, int]],
+        user_id: str,
+        session_id: str,
+        timeout: float | None,
+    ) -> None:
+        self.locks, self.key, self.timeout = locks, (user_id, session_id), timeout
+        self.lock: anyio.Lock | None = None
+
+    async def __aenter__(self) -> Fence | None:
+        key, locks = self.key, self.locks
         # fast_acquire: a free gate is taken without yielding to the event loop (no cancel
         # scope, no loop round per call); a held one still queues first-in first-out
-        lock, users = self._locks.get(key) or (anyio.Lock(fast_acquire=True), 0)
-        self._locks[key] = (lock, users + 1)
+        lock, users = locks.get(key) or (anyio.Lock(fast_acquire=True), 0)
+        locks[key] = (lock, users + 1)
         try:
+            timeout = self.timeout
             if timeout is None:
                 await lock.acquire()
             else:
@@ -53,16 +75,27 @@ class LocalSessionGate:
                         await lock.acquire()
                     if scope.cancelled_caught:
                         raise SessionBusy(
-                            f"session user_id={user_id!r} session_id={session_id!r} stayed "
+                            f"session user_id={key[0]!r} session_id={key[1]!r} stayed "
                             f"busy for {timeout}s"
                         ) from None
-            try:
-                yield None
-            finally:
-                lock.release()
+        except BaseException:
+            self._leave()
+            raise
+        self.lock = lock
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        lock = self.lock
+        assert lock is not None
+        try:
+            lock.release()
         finally:
-            lock_, users = self._locks[key]
-            if users <= 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock_, users - 1)
+            self._leave()
+
+    def _leave(self) -> None:
+        key, locks = self.key, self.locks
+        lock, users = locks[key]
+        if users <= 1:
+            del locks[key]
+        else:
+            locks[key] = (lock, users - 1)

@@ -87,7 +87,10 @@ class ToolResultBlock:
 
     @property
     def text(self) -> str:
-        return "".join(b.text for b in self.output if isinstance(b, TextBlock))
+        output = self.output
+        if len(output) == 1 and type(output[0]) is TextBlock:  # the common case: no join
+            return output[0].text
+        return "".join(b.text for b in output if isinstance(b, TextBlock))
 
 
 ContentBlock: TypeAlias = (
@@ -138,11 +141,17 @@ class Msg:
     @property
     def text(self) -> str:
         """The concatenated text blocks (what a human reads)."""
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+        content = self.content
+        if len(content) == 1 and type(content[0]) is TextBlock:  # the common case: no join
+            return content[0].text
+        return "".join(b.text for b in content if isinstance(b, TextBlock))
 
     @property
     def tool_uses(self) -> tuple[ToolUseBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+        content = self.content
+        if len(content) == 1:  # the common case (read several times a call): no generator
+            return content if isinstance(content[0], ToolUseBlock) else ()  # type: ignore[return-value]
+        return tuple(b for b in content if isinstance(b, ToolUseBlock))
 
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:

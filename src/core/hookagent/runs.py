@@ -7,8 +7,9 @@ termination is resolved exactly once; every later ``result()`` returns or raises
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import anyio
 import attrs
@@ -20,6 +21,9 @@ from .messages import Msg
 if TYPE_CHECKING:
     from .context import RuntimeContext
     from .turns import Answer
+
+_Raw: TypeAlias = tuple[int, str, dict[str, Any], float, "str | None"]
+"""An event recorded but not yet made: (seq, kind, data, timestamp, turn_id)."""
 
 __all__ = [
     "AgentRun",
@@ -46,13 +50,17 @@ class RunHost(Protocol):
 class InterruptControl:
     """A runtime-only interrupt signal owned by one execution (never stored)."""
 
-    __slots__ = ("_scopes", "message", "reason", "requested")
+    __slots__ = ("_scopes", "message", "reason", "requested", "scope_type")
 
     def __init__(self) -> None:
         self.requested = False
         self.reason: str | None = None
         self.message: Msg | None = None
         self._scopes: set[anyio.CancelScope] = set()
+        self.scope_type: Callable[[], anyio.CancelScope] = anyio.CancelScope
+        """What makes a step's scope: the host sets the running backend's own class (from
+        the run's scope), so a step skips anyio's backend lookup and its second
+        ``__init__``; ``anyio.CancelScope`` until then."""
 
     def interrupt(self, message: Msg | str | None = None, *, reason: str = "user") -> None:
         if self.requested:
@@ -88,7 +96,7 @@ class _Step:
     def __enter__(self) -> None:
         control = self.control
         control.check()
-        scope = self.scope = anyio.CancelScope()
+        scope = self.scope = control.scope_type()
         control._scopes.add(scope)
         scope.__enter__()
 
@@ -141,7 +149,9 @@ class AgentRun:
         self.parent: AgentRun | None = None  # the run this one is a subagent of
         self.scope: anyio.CancelScope | None = None
         """The cancel scope of the admitted execution (set by the host while it runs)."""
-        self._events: list[RunEvent] = []
+        self._events: list[RunEvent | _Raw] = []
+        """In order; the run's own events that nobody observed when they happened are kept
+        as ``_Raw`` tuples and made ``RunEvent`` only when ``events()`` reads them."""
         self.event_count = 0
         """How many events this run recorded (the next event's ``seq``)."""
         self._event_added: anyio.Event | None = None
@@ -239,6 +249,33 @@ class AgentRun:
         if self._event_added is not None:
             self._wake()
 
+    def record_raw(self, kind: str, data: dict[str, Any]) -> None:
+        """Add one of this run's own events without making its ``RunEvent`` yet (ten per
+        call, which nobody may ever read): ``events()`` makes it, with the same fields."""
+        self._events.append((self.event_count, kind, data, time.time(), self.ctx.turn_id))
+        self.event_count += 1
+        if self._event_added is not None:
+            self._wake()
+
+    def _made(self, i: int) -> RunEvent:
+        event = self._events[i]
+        if type(event) is tuple:
+            seq, kind, data, at, turn_id = event
+            info = self.info
+            assert info is not None  # recorded only while admitted
+            event = self._events[i] = RunEvent(
+                kind,
+                info.agent_id,
+                info.user_id,
+                info.session_id,
+                info.run_id,
+                seq,
+                data,
+                timestamp=at,
+                turn_id=turn_id,
+            )
+        return event  # type: ignore[return-value]  # a RunEvent, made above if it was raw
+
     def _wake(self) -> None:
         if self._event_added is not None:
             self._event_added.set()
@@ -252,7 +289,7 @@ class AgentRun:
         i = 0
         while True:
             while i < len(self._events):
-                event = self._events[i]
+                event = self._made(i)
                 i += 1
                 yield event
                 if event.is_end and event.run_id == self.run_id and not event.data.get("child"):

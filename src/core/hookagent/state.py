@@ -84,7 +84,14 @@ class TurnContext:
         return bool(self.pending)
 
 
-@attrs.define
+def plain_setattr(cls: type, fields: list[attrs.Attribute]) -> list[attrs.Attribute]:  # type: ignore[type-arg]
+    """attrs ``field_transformer``: no on-setattr hook on any field, stated per field, so
+    that attrs' ``__init__`` sets each one directly (not through the class's own
+    ``__setattr__``, which converts what needs it on assignment)."""
+    return [f.evolve(on_setattr=attrs.setters.NO_OP) for f in fields]
+
+
+@attrs.define(field_transformer=plain_setattr)
 class AgentState:
     """One (user_id, session_id) slot. Plugin sections live in ``extensions`` as plain JSON.
 
@@ -104,6 +111,15 @@ class AgentState:
     shutdown_interrupted: bool = False
     schema_version: int = SCHEMA_VERSION
     extensions: dict[str, Any] = attrs.Factory(dict)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``context`` is converted on assignment too (a list becomes a ``History``); the
+        other sections are set as given. (attrs' own on-setattr hooks cost four calls and,
+        for a field without a hook, a caught ``KeyError`` per assignment: a call makes
+        several.)"""
+        if name == "context" and type(value) is not History:
+            value = _history(value)
+        object.__setattr__(self, name, value)
 
     # ---- JSON
     def to_json(self) -> str:

@@ -32,8 +32,16 @@ _EMPTY = "~"  # the anonymous user's encoded form: a lone "~" never appears othe
 _DECODE = re.compile(r"~([0-9a-f]{2})")
 
 
+_CHECKED: dict[str, None] = {}
+"""Non-empty ids that passed ``check_id`` (exact ``str`` only): a call checks its user and
+session ids about eight times (kernel, load, save), the same strings each time."""
+_CHECKED_MAX = 4096
+
+
 def check_id(value: object, what: str = "session_id", *, allow_empty: bool = False) -> str:
     """Return ``value`` if it is a usable id, else raise ``InvalidIdentifier`` saying why."""
+    if type(value) is str and value in _CHECKED:  # the rules hold for it whatever `what` is
+        return value
     if not isinstance(value, str):
         raise InvalidIdentifier(f"{what} must be a str, got {type(value).__name__}")
     if not value and not allow_empty:
@@ -46,6 +54,10 @@ def check_id(value: object, what: str = "session_id", *, allow_empty: bool = Fal
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidIdentifier(f"{what} is not valid Unicode (lone surrogate)") from None
+    if value and type(value) is str:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[value] = None
     return value
 
 
@@ -165,14 +177,28 @@ def check_owner(owner: object) -> str:
         raise InvalidStoreArgument(str(exc)) from None
 
 
+_ENCODED: dict[str, str] = {}
+"""``encode_id`` of recent ids (exact ``str`` only): a store call encodes its user,
+session and key ids again on each load and save, a character at a time."""
+
+
 def encode_id(value: str) -> str:
     """Injective, reversible encoding into ``[a-z0-9_-~]`` (lowercase hex escapes)."""
+    if type(value) is str:
+        done = _ENCODED.get(value)
+        if done is not None:
+            return done
     if value == "":
         return _EMPTY
     out: list[str] = []
     for byte in value.encode("utf-8"):
         out.append(chr(byte) if byte in _SAFE else f"{_ESCAPE}{byte:02x}")
-    return "".join(out)
+    encoded = "".join(out)
+    if type(value) is str:
+        if len(_ENCODED) >= _CHECKED_MAX:
+            _ENCODED.clear()
+        _ENCODED[value] = encoded
+    return encoded
 
 
 def decode_id(encoded: str) -> str:

@@ -15,6 +15,12 @@ on the machine left out (bench/notes/kernel.md)::
         bench/profile_call.py --prefill 10000 --calls 100 --mode plain   # minus --calls 20
 
 (the difference of the two totals over 80 calls).
+
+``--mode windows --calls 10000`` makes calls 1..N on a fresh slot (W1 itself, texts made
+first) and prints, per W1 window (1-20, 281-300, 491-510, 981-1,000, ..., 9,981-10,000), the
+median CPU per call, the collections of each GC generation and their CPU, the minor page
+faults and the system CPU: whether a window is slower for a reason of the run's own (the
+collector, the heap growing) or for the machine's (bench/notes/kernel.md, "Windows").
 """
 
 from __future__ import annotations
@@ -114,6 +120,68 @@ async def run(store: str, warm: int, calls: int, top: int, mode: str, fill: int)
     return buf.getvalue()
 
 
+WINDOWS = ((0, 20), (280, 300), (490, 510), (980, 1000), (1980, 2000), (4980, 5000), (9980, 10000))
+
+
+async def windows(store: str, calls: int) -> str:
+    import gc
+    import resource
+    import statistics
+
+    probe = probe_for(store)
+    probe.reset()
+    warm_texts(calls + 10)
+    config = make_config(store)
+    await config.kernel.store()
+    gcs = [0, 0, 0]
+    gc_cpu = [0.0]
+    began = [0.0]
+
+    def collected(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            began[0] = time.process_time()
+        else:
+            gcs[info["generation"]] += 1
+            gc_cpu[0] += time.process_time() - began[0]
+
+    gc.callbacks.append(collected)
+    rows = []
+    try:
+        for i in range(1, calls + 1):
+            r0, g0, t0 = resource.getrusage(resource.RUSAGE_SELF), list(gcs), gc_cpu[0]
+            c = time.process_time()
+            await one_call(config, W1_USER, W1_SESSION, i)
+            c = time.process_time() - c
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            rows.append(
+                (
+                    c,
+                    [b - a for a, b in zip(g0, gcs, strict=True)],
+                    gc_cpu[0] - t0,
+                    r1.ru_minflt - r0.ru_minflt,
+                    r1.ru_stime - r0.ru_stime,
+                )
+            )
+    finally:
+        gc.callbacks.remove(collected)
+        await config.aclose()
+    out = [
+        f"store={store} {calls} calls; load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}"
+    ]
+    for lo, hi in WINDOWS:
+        if hi > calls:
+            continue
+        w = rows[lo:hi]
+        out.append(
+            f"calls {lo + 1}-{hi}: CPU {statistics.median(x[0] for x in w) * 1000:.3f} ms median "
+            f"(without GC {statistics.median(x[0] - x[2] for x in w) * 1000:.3f}); "
+            f"collections {[sum(x[1][g] for x in w) for g in range(3)]} "
+            f"({sum(x[2] for x in w) * 1000:.2f} ms); minor faults {sum(x[3] for x in w)}; "
+            f"system CPU {sum(x[4] for x in w) * 1000:.2f} ms"
+        )
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--store", default="memory")
@@ -121,9 +189,12 @@ def main() -> None:
     ap.add_argument("--prefill", type=int, default=0, help="seed N calls' history in one save")
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--top", type=int, default=30)
-    ap.add_argument("--mode", choices=("profile", "cpu", "plain"), default="profile")
+    ap.add_argument("--mode", choices=("profile", "cpu", "plain", "windows"), default="profile")
     ap.add_argument("--label")
     a = ap.parse_args()
+    if a.mode == "windows":
+        print(asyncio.run(windows(a.store, a.calls)))
+        return
     text = asyncio.run(run(a.store, a.warm, a.calls, a.top, a.mode, a.prefill))
     if a.mode == "profile":
         label = a.label or probe_for(a.store).kind

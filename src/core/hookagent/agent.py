@@ -34,6 +34,8 @@ MsgInput = str | Msg | Sequence[Msg | str]
 
 
 def _as_msgs(msgs: MsgInput | None, answers: Sequence[Answer]) -> list[Msg]:
+    if type(msgs) is str:  # the common call: one user message
+        return [Msg.user(msgs)]
     if msgs is None and answers:
         return []
     if isinstance(msgs, (str, Msg)):

@@ -99,9 +99,8 @@ class AgentConfig:
 
     def build(self) -> Agent:
         """A new, cheap agent instance; close it (or use ``async with``) after the request."""
-        from .agent import Agent
-
-        return Agent(self.kernel)
+        kernel = self._kernel[0] if self._kernel else self.kernel
+        return kernel.agent_type(kernel)
 
     async def aclose(self) -> None:
         """Application shutdown: close the store and model this configuration opened."""

@@ -74,6 +74,10 @@ class Kernel:
                 config.plugins, autoload=config.autoload_plugins, strict=config.strict_plugins
             )
         self.relay = HookRelay(self.pm)
+        from .agent import Agent  # agent imports kernel
+
+        self.agent_type = Agent
+        """What ``AgentConfig.build()`` makes (resolved once, not imported per build)."""
         self.tools = self._collect_tools()
         self._enabled: dict[frozenset[str], tuple[dict[str, Tool], list[ToolSpec]]] = {}
         self.tool_middlewares = self.relay.tool_middlewares()

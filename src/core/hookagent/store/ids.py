@@ -118,6 +118,8 @@ def check_schema_writable(
 
 def check_expected_version(expected_version: object) -> None:
     """``save_if_version``'s expected version: an int >= 0 or ``UNCONDITIONAL``."""
+    if type(expected_version) is int and expected_version >= 0:  # every save: no import
+        return
     from .base import UNCONDITIONAL
 
     if expected_version is not UNCONDITIONAL and (

@@ -18,7 +18,8 @@ import attrs
 
 from ._bigstate import SPLIT_FROM, decode_split
 from ._bigstate import gc_paused as gc_paused
-from ._compact import compact_doc, compact_msg, compact_records
+from ._bulk import bulk_records
+from ._compact import compact_doc, compact_msg
 from ._converter import _FIXED_DEPTH as _FIXED_DEPTH
 from ._converter import _c as _c
 from ._converter import _check_free as _check_free
@@ -125,7 +126,7 @@ def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
     """
     try:
         with gc_paused():
-            return compact_records(items, _check_free, fast_msg, MAX_MESSAGE_BYTES)
+            return bulk_records(items, _check_free, fast_msg, MAX_MESSAGE_BYTES)
     except (ValueError, TypeError, AttributeError, UnicodeEncodeError, Mismatch):
         return [decode_msg(item) for item in items]  # InvalidState is a ValueError too
 

@@ -25,10 +25,8 @@ Values are built without ``__init__``, as ``_fastmsg`` does (``check_bypass_is_s
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
-
-from orjson import loads as _loads
 
 from ._fastmsg import (
     _K_THINKING,
@@ -318,34 +316,6 @@ def _content(body: Any, check: Check) -> tuple[Any, ...]:
             except _Bad as exc:
                 raise _Bad(f"[1][{i}]: {exc}") from None
         raise
-
-
-def compact_records(
-    items: Iterable[Any], check: Check, other: Callable[[Any, Check], Msg], limit: int
-) -> list[Msg]:
-    """Decode stored records one after the other (a cold load): parse one, build it, let
-    its parse go. A parsed value that is not an array goes to ``other`` (format 1).
-
-    One ``orjson.loads`` per record costs about what one parse of a joined chunk does, and
-    nothing has to prove where one record ends: no record can borrow its neighbour's bytes.
-    Any failure is a ``ValueError`` (or ``other``'s own error): the caller then decodes the
-    records one by one, to say which is wrong and how.
-    """
-    out: list[Msg] = []
-    append = out.append
-    try:
-        for raw in items:
-            if len(raw) > limit >> 2 and _size(raw) > limit:
-                raise ValueError("a record is over the size limit")
-            doc = _loads(raw)
-            append(_compact_msg(doc, check) if type(doc) is list else other(doc, check))
-    except _Bad as exc:
-        raise ValueError(str(exc)) from None
-    return out
-
-
-def _size(raw: Any) -> int:
-    return len(raw.encode("utf-8")) if type(raw) is str else len(raw)
 
 
 def compact_msg(doc: Any, check: Check, where: str = "message") -> Msg:

@@ -18,7 +18,8 @@ import attrs
 
 from ._bigstate import SPLIT_FROM, decode_split
 from ._bigstate import gc_paused as gc_paused
-from ._compact import compact_doc, compact_msg, compact_records
+from ._bulk import bulk_records
+from ._compact import compact_doc, compact_msg
 from ._converter import _FIXED_DEPTH as _FIXED_DEPTH
 from ._converter import _c as _c
 from ._converter import _check_free as _check_free
@@ -117,15 +118,16 @@ _PARSE_CHUNK = 128  # a large state document's history is parsed this many messa
 def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
     """Decode many stored message records at once (a cold load), either format.
 
-    Same rules and errors as ``decode_msg`` for each item; on any failure the items are
-    decoded one by one, so the error names the first bad one. One parse per record, each
-    built at once: a record's parsed document is freed before the next is parsed, so a
-    cold load touches little fresh memory (each new page is a page fault, and faults were
-    once most of a cold decode's time).
+    Same rules, values and errors as ``decode_msg`` for each item (``_bulk`` takes the
+    common shapes inline and hands the rest to the strict decoder); on any failure the items
+    are decoded one by one, so the error names the first bad one. One parse per record, each
+    built at once: a record's parse is freed before the next is parsed, so a cold load
+    touches little fresh memory (each new page is a page fault, and faults were once most of
+    a cold decode's time).
     """
     try:
         with gc_paused():
-            return compact_records(items, _check_free, fast_msg, MAX_MESSAGE_BYTES)
+            return bulk_records(items, _check_free, fast_msg, MAX_MESSAGE_BYTES)
     except (ValueError, TypeError, AttributeError, UnicodeEncodeError, Mismatch):
         return [decode_msg(item) for item in items]  # InvalidState is a ValueError too
 

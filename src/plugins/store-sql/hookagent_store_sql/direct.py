@@ -65,8 +65,7 @@ async def direct_save(
             cause=exc,
         )
     if plan.is_append():
-        plan.stale = (
-            not applied
-        )  # else the row is not the one we hold: the transaction path reads it
-        plan.appended = applied
+        # not applied: the row is not the one we hold, the transaction path reads it
+        plan.stale = not applied
+        plan.appended = plan.base if applied else None
     return result if applied else None

@@ -86,7 +86,8 @@ class SavePlan:
         self.history = state.context.view()
         self.count = len(self.history)
         self.base = state.context.unchanged_prefix
-        self.appended = False  # the write applied was an append to exactly ``cached``
+        self.appended: int | None = None
+        """Where the applied write appended to exactly what ``cached`` holds (None: it did not)."""
         self._rows: dict[int, Row] = {}
         self._encode(self.base)  # the new messages: validated before anything is written
 
@@ -159,9 +160,9 @@ class SavePlan:
         """The cache's message list once the save applied: the cached list extended by what
         the call added when the save was an append to exactly what is cached (O(new), and
         every history loaded from it keeps reading its own length), else a new list."""
-        cached = self.cached
-        if self.appended and cached is not None:
-            return cached.extended(self.base, self.history[self.base :])
+        cached, start = self.cached, self.appended
+        if start is not None and cached is not None:
+            return cached.extended(start, self.history[start:])
         return list(self.history)
 
     def is_append(self) -> bool:
@@ -187,7 +188,7 @@ class SavePlan:
     def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
         now = utcnow()
-        self.appended = False  # a rerun transaction decides again
+        self.appended = None  # a rerun transaction decides again
         if self.fence is not None:
             q.check_fence(conn, self.u, self.s, self.fence.epoch, self.fence.owner, now)
         if self.expected == 0:
@@ -276,11 +277,12 @@ class SavePlan:
         if conn.execute(q.cas_slot, params).rowcount != 1:
             return None
         cached = self.cached
-        self.appended = (
+        if (
             cached is not None
             and start == stored
             and (version, generation, stored) == (cached.version, cached.generation, cached.length)
-        )
+        ):
+            self.appended = start
         if start < stored:
             conn.execute(q.delete_from, {**self._params(), "start": start})
         if rows:

@@ -3,6 +3,7 @@ append-only message list per slot (``History.shared``), and a rewrite starts a n
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(params=DIALECTS)
-async def store(request, tmp_path: Path):
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[SQLAgentStateStore]:
     async with fresh_store(request.param, tmp_path) as s:
         yield s
 
@@ -52,6 +55,7 @@ async def test_warm_calls_share_one_message_list_and_a_rewrite_leaves_old_loads_
         assert got.state is not None
         assert got.state.context._base is shared  # the save extended it, the load reused it
         assert len(got.state.context) == 2 * (i + 1)
+    assert got.state is not None
     before = got.state.context
     kept = [m.text for m in before]
     rewritten = await store.get_versioned("u", "s")

@@ -6,12 +6,17 @@ generation, so a reader holding generation g and n messages needs only rows ``se
 An entry is only ever made from rows that were checked and decoded (``verify``) or from a
 save's own rows; it keeps the head text too, which a save's compare-and-set compares with
 the stored one, so a head changed behind the store's back is never overwritten unread.
-``Msg`` values are frozen; each load builds a fresh ``History`` around them.
+
+The messages are one append-only list per slot (``log``; the slot's are ``log[:length]``)
+that every loaded history shares (``History.shared``): a warm load or an append extends it
+by what is new, never copies it; a rewrite starts a new list, so a history loaded before
+still reads the list it shares, which nothing changes below its length.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import attrs
 from hookagent.messages import Msg
@@ -23,8 +28,18 @@ SlotKey = tuple[str, str, str]
 class CachedSlot:
     version: int
     generation: int
-    messages: tuple[Msg, ...]
+    log: list[Msg]
+    length: int
     head: str
+
+    def extended(self, start: int, new: Sequence[Msg]) -> list[Msg]:
+        """The log of ``log[:start] + new``: this log itself, appended to, when nothing was
+        appended past ``start`` (histories read it only up to their own length); a new list
+        otherwise (the only copy: after a rewrite, or when another load extended it first)."""
+        if start == self.length == len(self.log):
+            self.log.extend(new)
+            return self.log
+        return [*self.log[:start], *new]
 
 
 class SlotCache:

@@ -25,7 +25,7 @@ async def direct_save(
     None: use the transaction path (another shape of save, the CAS did not match, or it
     certainly did not run). ``read_with`` is the store's retrying read, for the read-back."""
     key = (plan.u, plan.h, plan.s, plan.k)
-    count = len(plan.messages)
+    count = plan.count
     now = utcnow()  # sent, and read back: with the head, it tells our write from another's
     attempt: Callable[[], Awaitable[bool]]
     if plan.is_append():
@@ -64,6 +64,8 @@ async def direct_save(
             first_body=rows[0][3] if rows else None,
             cause=exc,
         )
-    if not applied and plan.is_append():
-        plan.stale = True  # the row is not the one we hold: the transaction path reads it
+    if plan.is_append():
+        # not applied: the row is not the one we hold, the transaction path reads it
+        plan.stale = not applied
+        plan.appended = plan.base if applied else None
     return result if applied else None

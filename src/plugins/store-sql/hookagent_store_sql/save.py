@@ -81,15 +81,20 @@ class SavePlan:
         self.cached = cached  # read on the event loop: the plan may run in another thread
         self.stale = False  # the direct path's compare-and-set on ``cached`` matched nothing
         self.head = encode_head(state).decode("utf-8")
-        self.messages = tuple(state.context)
+        # a snapshot sharing the history's lists (O(1)): later changes to the state's
+        # history do not show in it, and nothing copies the whole history per save
+        self.history = state.context.view()
+        self.count = len(self.history)
         self.base = state.context.unchanged_prefix
+        self.appended: int | None = None
+        """Where the applied write appended to exactly what ``cached`` holds (None: it did not)."""
         self._rows: dict[int, Row] = {}
         self._encode(self.base)  # the new messages: validated before anything is written
 
     def _encode(self, start: int) -> list[Row]:
-        rows, msgs = self._rows, self.messages
+        rows, msgs = self._rows, self.history
         out = []
-        for seq in range(start, len(msgs)):
+        for seq in range(start, self.count):
             row = rows.get(seq)
             if row is None:
                 row = rows[seq] = encode_row(seq, msgs[seq])
@@ -133,7 +138,7 @@ class SavePlan:
         instance does not hold are read): (version, generation, count, head), None if absent.
         Raises ``CorruptState`` / ``UnsupportedSchemaVersion``."""
         cached = self.cached
-        start = len(cached.messages) if cached is not None else 0
+        start = cached.length if cached is not None else 0
         for _ in range(2):
             rows = conn.execute(q.load, {**self._params(), "start": start}).all()
             if rows and rows[0][0] != -1:
@@ -145,11 +150,20 @@ class SavePlan:
             if cached is not None and (generation != cached.generation or start > count):
                 cached, start = None, 0  # rewritten or recreated since: check it all
                 continue
-            held: tuple[Msg, ...] = cached.messages if cached is not None else ()
+            held: list[Msg] = cached.log[:start] if cached is not None else []
             messages = [*held, *verify.decode_tail(rows, start, count, self.slot)]
             verify.check_writable(head, messages, self.slot)
             return version, generation, count, head
         raise RetryTransaction  # pragma: no cover - the second read starts from 0
+
+    def log_after(self) -> list[Msg]:
+        """The cache's message list once the save applied: the cached list extended by what
+        the call added when the save was an append to exactly what is cached (O(new), and
+        every history loaded from it keeps reading its own length), else a new list."""
+        cached, start = self.cached, self.appended
+        if start is not None and cached is not None:
+            return cached.extended(start, self.history[start:])
+        return list(self.history)
 
     def is_append(self) -> bool:
         """A pure append at the version this instance holds: one statement can do it."""
@@ -160,7 +174,7 @@ class SavePlan:
             and self.expected != 0
             and cached is not None
             and cached.version == self.expected
-            and self.base == len(cached.messages)
+            and self.base == cached.length
         )
 
     def is_create(self) -> bool:
@@ -174,6 +188,7 @@ class SavePlan:
     def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
         now = utcnow()
+        self.appended = None  # a rerun transaction decides again
         if self.fence is not None:
             q.check_fence(conn, self.u, self.s, self.fence.epoch, self.fence.owner, now)
         if self.expected == 0:
@@ -188,7 +203,7 @@ class SavePlan:
             # fast path: what we hold (checked or written by us) describes the stored row,
             # head included; one UPDATE proves it
             done = self._update(
-                conn, q, now, self.expected, cached.generation, len(cached.messages), cached.head
+                conn, q, now, self.expected, cached.generation, cached.length, cached.head
             )
             if done is not None:
                 return done
@@ -217,7 +232,7 @@ class SavePlan:
             "state_key": self.k,
             "version": 1,
             "generation": generation,
-            "message_count": len(self.messages),
+            "message_count": self.count,
             "head": self.head,
             "created_at": now,
             "updated_at": now,
@@ -255,12 +270,19 @@ class SavePlan:
             "old_head": verify.head_token(q.backend, head),
             "new_version": version + 1,
             "new_generation": new_generation,
-            "new_count": len(self.messages),
+            "new_count": self.count,
             "new_head": self.head,
             "now": now,
         }
         if conn.execute(q.cas_slot, params).rowcount != 1:
             return None
+        cached = self.cached
+        if (
+            cached is not None
+            and start == stored
+            and (version, generation, stored) == (cached.version, cached.generation, cached.length)
+        ):
+            self.appended = start
         if start < stored:
             conn.execute(q.delete_from, {**self._params(), "start": start})
         if rows:

@@ -80,7 +80,7 @@ def read_in_thread(
 
 async def decode_stream(
     queue: asyncio.Queue[Any], done: asyncio.Future[Any]
-) -> tuple[Any, tuple[Msg, ...]] | None:
+) -> tuple[Any, list[Msg]] | None:
     """On the event loop: (head row, decoded messages), None if there is no slot; raises
     ``Mismatch`` if a chunk is not exactly what was asked for."""
     head = await _next(queue, done)
@@ -88,7 +88,7 @@ async def decode_stream(
         return None
     if not count_ok(head[2]):
         await done
-        return head, ()  # the store reports the count
+        return head, []  # the store reports the count
     count, messages = head[2], []
     for a in range(0, count, CHUNK):
         b = min(a + CHUNK, count)
@@ -105,7 +105,7 @@ async def decode_stream(
     if await _next(queue, done) is not None:
         raise Mismatch  # a row past message_count
     await done  # the read transaction is closed; errors of the thread surface here
-    return head, tuple(messages)
+    return head, messages
 
 
 async def _next(queue: asyncio.Queue[Any], done: asyncio.Future[Any]) -> Any:

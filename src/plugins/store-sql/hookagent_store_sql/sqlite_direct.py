@@ -124,7 +124,7 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
         return await self._call(run)
 
-    async def load_cold(self, user_id: str, h: str) -> tuple[Any, tuple[Msg, ...]] | None:
+    async def load_cold(self, user_id: str, h: str) -> tuple[Any, list[Msg]] | None:
         """The whole slot, read in the thread while the event loop decodes it (see
         ``sqlite_cold``): ((version, generation, count, head), messages), or None if absent.
         Raises ``sqlite_cold.Mismatch`` when the ordinary row read must decide."""

@@ -26,7 +26,6 @@ from hookagent.errors import (
     UnsupportedSchemaVersion,
     VersionConflict,
 )
-from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import (
     AGENT_STATE_KEY,
@@ -245,11 +244,11 @@ class SQLAgentStateStore:
                 (version, generation, count, head), messages = got
                 verify.check_counters(version, generation, count, slot)
                 if len(messages) == count:  # else a chunk stopped short: the row read reports
-                    state = verify.decode_slot(head, messages, slot)
-                    self._cache.put(slot, CachedSlot(version, generation, messages, head))
+                    state = verify.decode_slot(head, messages, count, slot)
+                    self._cache.put(slot, CachedSlot(version, generation, messages, count, head))
                     return Versioned(state, version)
         for _ in range(2):
-            start = len(cached.messages) if cached is not None else 0
+            start = cached.length if cached is not None else 0
             held = (cached.version, cached.generation) if cached is not None else (-1, -1)
             rows = await self._read_rows(user_id, h, start, held)
             if rows and rows[0][0] != -1:
@@ -267,10 +266,11 @@ class SQLAgentStateStore:
             if cached is not None and (generation != cached.generation or start > count):
                 cached = None  # rewritten (or recreated) since: read the whole history
                 continue
-            base: tuple[Msg, ...] = cached.messages if cached is not None else ()
-            messages = base + tuple(verify.decode_tail(rows, start, count, slot))
-            state = verify.decode_slot(head, messages, slot)
-            self._cache.put(slot, CachedSlot(version, generation, messages, head))
+            new = verify.decode_tail(rows, start, count, slot)
+            # the cached list, extended by the new rows: no copy of the history per load
+            log = cached.extended(start, new) if cached is not None else new
+            state = verify.decode_slot(head, log, count, slot)
+            self._cache.put(slot, CachedSlot(version, generation, log, count, head))
             return Versioned(state, version)
         raise CorruptState(f"{slot_name(*slot)} changed shape while being read twice")
 
@@ -377,7 +377,9 @@ class SQLAgentStateStore:
         except BaseException:
             self._cache.drop(slot)  # the outcome may be unknown: reread everything next time
             raise
-        self._cache.put(slot, CachedSlot(version, generation, plan.messages, plan.head))
+        self._cache.put(
+            slot, CachedSlot(version, generation, plan.log_after(), plan.count, plan.head)
+        )
         state.context.mark_committed()
         return version
 

@@ -26,6 +26,7 @@ from hookagent.errors import (
     StateTooLarge,
     UnsupportedSchemaVersion,
 )
+from hookagent.history import History
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.ids import check_loaded_slot, check_schema_writable, slot_name
@@ -105,19 +106,21 @@ def decode_bodies(bodies: Sequence[Any], slot: Slot) -> list[Msg]:
         raise named(exc, slot) from None
 
 
-def decode_slot(head: Any, messages: Sequence[Msg], slot: Slot) -> AgentState:
-    """The stored head decoded around ``messages``; it must name its own slot."""
+def decode_slot(head: Any, log: list[Msg], length: int, slot: Slot) -> AgentState:
+    """The stored head decoded around ``log[:length]``, which the history shares (no copy:
+    ``log`` is the cache's append-only list); it must name its own slot."""
     try:
-        state = decode_head(head, messages)
+        state = decode_head(head, ())
     except (InvalidState, InvalidMessage) as exc:
         raise named(exc, slot) from None
+    state.context = History.shared(log, length)
     return check_loaded_slot(state, *slot)
 
 
-def check_writable(head: Any, messages: Sequence[Msg], slot: Slot) -> None:
+def check_writable(head: Any, messages: list[Msg], slot: Slot) -> None:
     """Inside a save: the stored slot decodes and its schema is not newer than ours."""
     try:
-        decode_slot(head, messages, slot)
+        decode_slot(head, messages, len(messages), slot)
     except UnsupportedSchemaVersion:
         check_schema_writable(orjson.loads(head).get("schema_version"), *slot)
         raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Generic, NamedTuple, TypeVar
 
 import attrs
@@ -27,6 +28,10 @@ class Cached:
     version: int = 0
     """Local disk: the newest commit known (format-2 commits are not in the head file)."""
     state: bytes = b""
+    log: list[Msg] | None = None
+    """Local disk: the slot's messages are ``log[:count]`` (``msgs`` is then empty). The
+    list is only ever appended to, and loaded histories share it (``History.shared``), so a
+    warm load or an append copies nothing; a rewrite starts a new list."""
 
 
 class Seen(NamedTuple):
@@ -117,3 +122,16 @@ class SlotLru(Generic[V]):
 
 class HistoryCache(SlotLru[Cached]):
     """Decoded histories by slot."""
+
+    def extended(self, hit: Cached, new: Sequence[Msg]) -> list[Msg]:
+        """The log of ``hit``'s messages + ``new``: ``hit.log`` itself, appended to, when
+        nothing was appended past ``hit.count`` (histories read it only up to their own
+        length); else a new list. Checked and extended under the lock: two threads extending
+        one log from the same entry must not both append."""
+        with self._lock:
+            log = hit.log
+            if log is not None and len(log) == hit.count:
+                log.extend(new)
+                return log
+        old = hit.msgs if hit.log is None else hit.log[: hit.count]
+        return [*old, *new]

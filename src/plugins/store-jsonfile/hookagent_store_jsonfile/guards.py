@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from hookagent.codec import decode_head, loads
 from hookagent.errors import CorruptState, Fenced, HookagentError
+from hookagent.history import History
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import Fence
@@ -61,11 +62,16 @@ def fence_is_newer(fence: Fence, recorded: tuple[int, str | None] | None, where:
     return fence.epoch > epoch
 
 
-def decode_loaded(state: bytes, msgs: Sequence[Msg], ck: tuple[str, str, str]) -> AgentState:
+def decode_loaded(
+    state: bytes, msgs: Sequence[Msg], ck: tuple[str, str, str], *, shared: int | None = None
+) -> AgentState:
     """The loaded state: the codec's error (bad JSON, a newer schema ...) names the slot, and
-    a state naming another slot is ``CorruptState``."""
+    a state naming another slot is ``CorruptState``. ``shared``: ``msgs`` is an append-only
+    log whose first ``shared`` items are the history, shared rather than copied."""
     try:
-        loaded = decode_head(state, msgs)
+        loaded = decode_head(state, msgs if shared is None else ())
+        if shared is not None:
+            loaded.context = History.shared(msgs, shared)
     except HookagentError as exc:
         where = slot_name(*ck)
         if exc.args and isinstance(exc.args[0], str) and where not in exc.args[0]:

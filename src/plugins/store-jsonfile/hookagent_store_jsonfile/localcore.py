@@ -196,7 +196,10 @@ class LocalCore(LocalCreate):
                 finally:
                     self.dirs.release(sd)
                 self.seen.put((user_id, session_id, key), Seen(got.version, head.gen, got.size))
-                state = decode_loaded(got.state, got.msgs, (user_id, session_id, key))
+                assert got.log is not None  # (a decoded load's entry)
+                state = decode_loaded(
+                    got.state, got.log, (user_id, session_id, key), shared=got.count
+                )
                 return Versioned(state, got.version)
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc

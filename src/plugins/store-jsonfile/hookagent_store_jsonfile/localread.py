@@ -245,11 +245,11 @@ class LocalReads(LocalTree):
         state = tail.state
         if not decode and hit is None:
             return Cached(head.gen, tail.count, tail.end, (), tail.version, state)
-        msgs = (() if hit is None else hit.msgs) + tuple(
-            decode_messages(base + tail.payloads, where)
-        )
-        if len(msgs) != tail.count:
-            raise CorruptState(f"{where}: {len(msgs)} messages where {tail.count} are committed")
-        entry = Cached(head.gen, tail.count, tail.end, msgs, tail.version, state)
+        new = decode_messages(base + tail.payloads, where)
+        if (0 if hit is None else hit.count) + len(new) != tail.count:
+            got = (0 if hit is None else hit.count) + len(new)
+            raise CorruptState(f"{where}: {got} messages where {tail.count} are committed")
+        log = list(new) if hit is None else self.cache.extended(hit, new)
+        entry = Cached(head.gen, tail.count, tail.end, (), tail.version, state, log)
         self.cache.put(ck, entry)
         return entry

@@ -170,9 +170,9 @@ class LocalWrites(LocalReads):
         self._write_hint(kd, tip.gen, tip.size + len(data))
         hit = self.cache.get(ck)
         if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
-            msgs = hit.msgs + tuple(new)
+            log = self.cache.extended(hit, new)  # O(new): the shared list, appended
             self.cache.put(
-                ck, Cached(tip.gen, count, tip.size + len(data), msgs, version, head_state)
+                ck, Cached(tip.gen, count, tip.size + len(data), (), version, head_state, log)
             )
         return tip.size + len(data)
 
@@ -265,8 +265,8 @@ class LocalWrites(LocalReads):
         gen = self._rewrite(kd, version, body, count, head_state, [])
         hit = self.cache.get(ck)
         if hit is not None and (hit.gen, hit.size, hit.version) == (tip.gen, tip.size, tip.version):
-            msgs = hit.msgs + tuple(new)
-            self.cache.put(ck, Cached(gen, count, len(body), msgs, version, head_state))
+            log = self.cache.extended(hit, new)
+            self.cache.put(ck, Cached(gen, count, len(body), (), version, head_state, log))
         else:
             self.cache.drop(*ck)
         return gen

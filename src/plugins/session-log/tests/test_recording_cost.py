@@ -36,7 +36,9 @@ class Counting(InMemorySessionLog):
         self.ops.append("renew")
         return await super().renew(*a, **kw)
 
-    async def commit(self, writer: Any, batch_id: str, expected: int, events: Any, **kw: Any) -> Any:
+    async def commit(
+        self, writer: Any, batch_id: str, expected: int, events: Any, **kw: Any
+    ) -> Any:
         self.ops.append("commit")
         self.batches.append(events)
         return await super().commit(writer, batch_id, expected, events, **kw)
@@ -132,8 +134,14 @@ def test_a_built_batch_encodes_as_encode_batch_does() -> None:
     fact = recording_mod.fact
     cases = [
         [fact("run/started", {"agent_id": None}, "r", "t")],
-        [fact("message/appended", {"m": Msg("user", "hi")}, "r", None), fact("x/y", None, None, None)],
-        [fact("model/dispatch", {"n": [1, {"a": 2}]}, "r", "t"), fact("run/finished", {}, "q", "t")],
+        [
+            fact("message/appended", {"m": Msg("user", "hi")}, "r", None),
+            fact("x/y", None, None, None),
+        ],
+        [
+            fact("model/dispatch", {"n": [1, {"a": 2}]}, "r", "t"),
+            fact("run/finished", {}, "q", "t"),
+        ],
         [fact("context/replaced", {"ms": [Msg("user", "a"), Msg("assistant", "b")]}, None, "t")],
     ]
     for events in cases:

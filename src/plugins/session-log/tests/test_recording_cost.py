@@ -3,12 +3,21 @@ and log operations per call, so that a regression fails here rather than in the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import orjson
 import pytest
 from hookagent import AgentState, InvalidState
-from hookagent.sessionlog import InMemorySessionLog, LogEvent, encode_batch
+from hookagent.codec import state_to_dict
+from hookagent.sessionlog import (
+    CommitResult,
+    InMemorySessionLog,
+    LogEvent,
+    LogWriter,
+    encode_batch,
+)
 from hookagent.sessionlog import batch as batch_mod
 from hookagent.sessionlog.batch import BuiltBatch, built_batch
 from hookagent.sessionlog.rules import encode_commit
@@ -37,11 +46,17 @@ class Counting(InMemorySessionLog):
         return await super().renew(*a, **kw)
 
     async def commit(
-        self, writer: Any, batch_id: str, expected: int, events: Any, **kw: Any
-    ) -> Any:
+        self,
+        writer: LogWriter,
+        batch_id: str,
+        expected_seq: int,
+        events: Sequence[LogEvent],
+        *,
+        finish: bool = False,
+    ) -> CommitResult:
         self.ops.append("commit")
         self.batches.append(events)
-        return await super().commit(writer, batch_id, expected, events, **kw)
+        return await super().commit(writer, batch_id, expected_seq, events, finish=finish)
 
 
 def w1_model(calls: int) -> ScriptedModel:
@@ -55,7 +70,7 @@ async def test_a_w1_call_encodes_the_state_once_and_checks_no_envelope_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     encodings, checks = [0], [0]
-    real_encode, real_doc = recording_mod.state_to_dict, batch_mod._doc
+    real_encode, real_doc = state_to_dict, batch_mod._doc
 
     def encode(*a: Any, **kw: Any) -> Any:
         encodings[0] += 1
@@ -65,7 +80,7 @@ async def test_a_w1_call_encodes_the_state_once_and_checks_no_envelope_again(
         checks[0] += 1
         return real_doc(*a, **kw)
 
-    monkeypatch.setattr(recording_mod, "state_to_dict", encode)
+    monkeypatch.setattr("hookagent_session_log.recording.state_to_dict", encode)
     monkeypatch.setattr(batch_mod, "_doc", doc)
     log = Counting()
     agent = make_config(log, w1_model(12)).build()
@@ -108,7 +123,7 @@ async def test_a_section_changed_in_place_is_checkpointed_on_a_warm_fingerprint(
     assert len(checkpoints) == 3
     assert type(checkpoints[1].payload["state"]["acme"]["n"]) is float
     assert checkpoints[2].payload["state"]["summary"] == "s"
-    assert rec.projection.head_bytes == recording_mod.orjson.dumps(checkpoints[2].payload["state"])
+    assert rec.projection.head_bytes == orjson.dumps(checkpoints[2].payload["state"])
 
 
 def test_fingerprint_tells_apart_what_json_tells_apart() -> None:

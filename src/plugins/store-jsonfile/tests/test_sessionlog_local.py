@@ -500,16 +500,15 @@ async def test_a_cached_free_session_is_acquired_without_a_thread_hop(
     """Issue 21: a W1 call's acquire runs on the event loop when it cannot wait; the
     commits (each one fdatasync) keep their worker thread. Counted, not timed."""
     from hookagent import LeaseHeld
-    from hookagent_store_jsonfile import sessionlog as face
+    from hookagent_store_jsonfile.local import run_blocking as real
 
     hops: list[str] = []
-    real = face.run_blocking
 
     async def counting(call: Any, mapped: Any, func: Any, *args: Any) -> Any:
         hops.append(func.__name__)
         return await real(call, mapped, func, *args)
 
-    monkeypatch.setattr(face, "run_blocking", counting)
+    monkeypatch.setattr("hookagent_store_jsonfile.sessionlog.run_blocking", counting)
     log = JsonFileSessionLog(tmp_path)
     w = await log.acquire("u", "s", "run-1", 60)  # not cached yet: the thread creates it
     assert hops == ["acquire"]

@@ -5,8 +5,9 @@
     python bench/session_log.py --backend redis --backend postgresql --calls 1000 --w3-reps 3
 
 The two modes run back to back per backend, in alternating blocks of 50 calls, so that a
-change of the machine's load hits both. Each row records the load average and the
-process CPU over wall. Never asserts timings (see bench/README.md for the figures).
+change of the machine's load hits both. Each row records the load average, the process
+CPU over wall, and the windows of process CPU per call (``cpu``, ``cpu_log_over_legacy_*``:
+on a loaded machine the figure that still means something). Never asserts timings (see bench/README.md for the figures).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ async def w1(backend: str, calls: int, session: str) -> dict[str, Any]:
     for config in configs.values():
         await (await config.kernel.store()).delete("bench", session)
     times: dict[str, list[float]] = {m: [] for m in configs}
+    cpus: dict[str, list[float]] = {m: [] for m in configs}  # process CPU of each call
     cpu: dict[str, float] = {m: 0.0 for m in configs}
     wall: dict[str, float] = {m: 0.0 for m in configs}
     loads = [os.getloadavg()[0]]
@@ -108,15 +110,17 @@ async def w1(backend: str, calls: int, session: str) -> dict[str, Any]:
         for mode, config in configs.items():
             c0, w0 = time.process_time(), time.perf_counter()
             for i in range(start, min(start + BLOCK, calls + 1)):
-                s = time.perf_counter()
+                s, p = time.perf_counter(), time.process_time()
                 await one_call(config, "bench", session, i)
                 times[mode].append(time.perf_counter() - s)
+                cpus[mode].append(time.process_time() - p)
             cpu[mode] += time.process_time() - c0
             wall[mode] += time.perf_counter() - w0
         loads.append(os.getloadavg()[0])
     out: dict[str, Any] = {"backend": backend, "calls": calls, "load": [min(loads), max(loads)]}
     for mode in configs:
         out[mode] = {**windows(times[mode]), "cpu_over_wall": round(cpu[mode] / wall[mode], 2)}
+        out[mode]["cpu"] = windows(cpus[mode])  # CPU per call: what a loaded machine keeps
     probe = probe_for(legacy_url)
     try:
         out["legacy"]["stored_bytes"] = (
@@ -127,6 +131,9 @@ async def w1(backend: str, calls: int, session: str) -> dict[str, Any]:
     out["log"]["event_bytes"] = await log_bytes(configs["log"], "bench", session)
     for m in ("first_ms", "last_ms"):
         out[f"log_over_legacy_{m[:-3]}"] = round(out["log"][m] / out["legacy"][m], 2)
+        out[f"cpu_log_over_legacy_{m[:-3]}"] = round(
+            out["log"]["cpu"][m] / out["legacy"]["cpu"][m], 2
+        )
     for config in configs.values():
         await config.aclose()
     return out

@@ -123,6 +123,71 @@ def encode_batch(events: Sequence[LogEvent]) -> bytes:
     return data
 
 
+class BuiltBatch(tuple):  # type: ignore[type-arg]  # tuple[LogEvent, ...]
+    """A batch encoded where it was built, by a writer that made every envelope itself
+    (the session-log recorder: catalogue types, its own ids, clock and run ids): ``data``
+    and ``digest`` are what ``encode_batch`` and ``batch_digest`` give for these events,
+    and ``rules.encode_commit`` takes them as they are instead of checking and encoding
+    the envelopes a second time. Only ``built_batch`` makes one; an application's events
+    (a list of ``LogEvent``) keep every check."""
+
+    data: bytes
+    digest: str
+
+
+def built_batch(events: Sequence[LogEvent]) -> BuiltBatch:
+    """``encode_batch``'s bytes (the same format, byte for byte) for events the caller
+    built itself, without the envelope checks; payload values are encoded and
+    depth-checked exactly as ``encode_batch`` does."""
+    if not 1 <= len(events) <= MAX_BATCH_EVENTS:
+        raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
+    run0, turn0 = events[0].run_id, events[0].turn_id
+    share_run = run0 is not None and all(e.run_id == run0 for e in events)
+    share_turn = turn0 is not None and all(e.turn_id == turn0 for e in events)
+    docs: list[dict[str, Any]] = []
+    for event in events:
+        doc: dict[str, Any] = {"id": event.event_id, "t": event.type, "at": event.occurred_at}
+        if not event.required:
+            doc["r"] = False
+        if not share_run and event.run_id is not None:
+            doc["run"] = event.run_id
+        if not share_turn and event.turn_id is not None:
+            doc["turn"] = event.turn_id
+        if event.payload:
+            payload: dict[str, Any] = {}
+            for key, value in event.payload.items():
+                if type(value) is Msg:
+                    payload[key] = message_doc(value)
+                elif type(value) is list and value and all(type(m) is Msg for m in value):
+                    payload[key] = [message_doc(m) for m in value]
+                else:
+                    if isinstance(value, (dict, list)):  # (a scalar nests nothing)
+                        check_depth(value, BATCH_DEPTH - 3, where=f"event {event.type} payload")
+                    payload[key] = value
+            doc["p"] = payload
+        docs.append(doc)
+    body: Any = docs
+    if share_run or share_turn:
+        head: dict[str, Any] = {"v": LOG_SCHEMA_VERSION}
+        if share_run:
+            head["run"] = run0
+        if share_turn:
+            head["turn"] = turn0
+        head["e"] = docs
+        body = head
+    try:
+        data = orjson.dumps(body)
+    except TypeError as exc:
+        raise InvalidState(f"a log batch is not JSON data: {exc}") from None
+    if len(data) > MAX_BATCH_BYTES:
+        raise StateTooLarge(
+            f"a log batch is {len(data)} bytes, over the limit of {MAX_BATCH_BYTES}"
+        )
+    out = BuiltBatch(events)
+    out.data, out.digest = data, batch_digest(data)
+    return out
+
+
 def batch_digest(data: bytes) -> str:
     """What the idempotency rule compares: the same batch encodes to the same digest."""
     return hashlib.sha256(data).hexdigest()[:40]

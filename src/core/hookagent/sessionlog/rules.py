@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ..store.ids import check_id, slot_name
 from .base import CHECKPOINT, CommitResult, LogEvent, LogHead, LogWriter
-from .batch import batch_digest, encode_batch
+from .batch import BuiltBatch, batch_digest, encode_batch
 
 MAX_LEASE_SECONDS = 24 * 3600.0
 
@@ -136,7 +136,10 @@ class CommitPlan:
 
 
 def encode_commit(events: Sequence[LogEvent]) -> tuple[bytes, str]:
-    """The batch's bytes and digest, computed before the backend's atomic step."""
+    """The batch's bytes and digest, computed before the backend's atomic step (a
+    ``BuiltBatch`` carries them already: its builder made and checked its envelopes)."""
+    if type(events) is BuiltBatch:
+        return events.data, events.digest
     for e in events if isinstance(events, Sequence) else ():
         if isinstance(e, LogEvent) and e.seq != 0:
             raise InvalidStoreArgument(f"event {e.event_id} was already committed (seq {e.seq})")

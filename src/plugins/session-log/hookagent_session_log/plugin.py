@@ -27,6 +27,7 @@ from hookagent import (
     Middleware,
     ModelRequest,
     ModelResponse,
+    Msg,
     PendingInteraction,
     RunEvent,
     RuntimeContext,
@@ -182,8 +183,7 @@ async def record_model(
     if rec.durability == "tools":
         rec.note(c.MODEL_DISPATCH, payload)  # committed with the next tool dispatch or the end
     else:
-        dispatch = c.event(c.MODEL_DISPATCH, payload, run_id=rec.run_id, turn_id=rec.turn_id)
-        await rec.flush(ctx.agent_state, [dispatch])
+        await rec.flush(ctx.agent_state, [rec.fact(c.MODEL_DISPATCH, payload)])
     return await call_next(request)  # its message is the next message/appended fact
 
 
@@ -194,19 +194,18 @@ async def record_tool(
     state = ctx.agent_state
     if rec is None or state is None:
         return await call_next(call)
-    run, turn = rec.run_id, rec.turn_id
     use = call.use
     payload = {"id": use.id, "name": use.name}
     rec.in_flight += 1
     try:
-        await rec.flush(state, [c.event(c.TOOL_DISPATCH, payload, run_id=run, turn_id=turn)])
+        await rec.flush(state, [rec.fact(c.TOOL_DISPATCH, payload)])
         out = await call_next(call)
     finally:
         rec.in_flight -= 1
     if isinstance(out, ToolResultBlock):
-        outcome = c.result_event(out, run, turn)
+        outcome = rec.fact(c.TOOL_RESULT, {"id": out.id, "m": Msg("tool", [out], id="result")})
     elif isinstance(out, PendingInteraction):
-        outcome = c.event(c.TOOL_SUSPENDED, {"id": use.id}, run_id=run, turn_id=turn)
+        outcome = rec.fact(c.TOOL_SUSPENDED, {"id": use.id})
     else:
         return out
     if rec.in_flight:  # another call of this step still runs: make this outcome durable now

@@ -6,12 +6,19 @@ rewritten), a ``state/checkpoint`` when the state without its history changed, a
 flush's own events (``model/dispatch``, ``tool/dispatch``, ...). A flush is one commit, so
 one round trip; it is durable before the caller goes on (the model is called, the tool
 runs) and if it fails the caller never goes on.
+
+What a flush costs besides its I/O is kept small on purpose (a W1 call makes four): the
+recorder builds its events itself (``fact``: catalogue types, ids drawn in bulk, its own
+clock) and encodes each commit once, unchecked, as a ``BuiltBatch``; whether a checkpoint
+is due is decided on a fingerprint of the state without its history (``fingerprint``), and
+the state is encoded only when that changed.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -21,13 +28,97 @@ import attrs
 import orjson
 from hookagent import AgentState, ToolResultBlock
 from hookagent.codec import state_to_dict
-from hookagent.messages import new_id
-from hookagent.sessionlog import CHECKPOINT, LogEvent, LogWriter, SessionLog
+from hookagent.errors import InvalidState
+from hookagent.sessionlog import CHECKPOINT, LOG_SCHEMA_VERSION, LogEvent, LogWriter, SessionLog
+from hookagent.sessionlog.batch import built_batch
 
 from . import catalogue as c
 from .projection import Projection
 
 log = logging.getLogger("hookagent.session_log")
+
+
+_SETTERS = tuple(LogEvent.__dict__[f.name].__set__ for f in attrs.fields(LogEvent))
+(_TYPE, _PAYLOAD, _REQUIRED, _RUN, _TURN, _ID, _AT, _SEQ, _VERSION) = _SETTERS
+_NEW = object.__new__
+_IDS_AT_ONCE = 256
+
+
+class _Ids:
+    """Event ids in ``new_id``'s form (a version-4 UUID's hex), drawn from one
+    ``os.urandom`` read per 256 ids instead of one each; a forked child draws afresh."""
+
+    def __init__(self) -> None:
+        self._left: list[str] = []
+        os.register_at_fork(after_in_child=self._left.clear)
+
+    def __call__(self) -> str:
+        left = self._left
+        if not left:
+            raw = bytearray(os.urandom(16 * _IDS_AT_ONCE))
+            raw[6::16] = bytes((b & 0x0F) | 0x40 for b in raw[6::16])  # version 4
+            raw[8::16] = bytes((b & 0x3F) | 0x80 for b in raw[8::16])  # RFC 4122 variant
+            left.extend(raw[i : i + 16].hex() for i in range(len(raw) - 16, -1, -16))
+        return left.pop()
+
+
+event_id = _Ids()
+
+
+def fact(
+    kind: str, payload: dict[str, Any] | None, run_id: str | None, turn_id: str | None
+) -> LogEvent:
+    """A ``LogEvent`` the recorder writes: ``kind`` is the catalogue's, the ids are the
+    run's (checked when its ``Recording`` is made), the payload a dict it built. Made
+    without ``LogEvent.__init__`` (its converter and frozen setters are a third of the
+    cost of a flush's envelopes); the envelope is checked here, once, not again by
+    ``encode_batch``."""
+    e = _NEW(LogEvent)
+    _TYPE(e, kind)
+    _PAYLOAD(e, payload if payload is not None else {})
+    _REQUIRED(e, kind in c.REQUIRED)
+    _RUN(e, run_id)
+    _TURN(e, turn_id)
+    _ID(e, event_id())
+    _AT(e, time.time())
+    _SEQ(e, 0)
+    _VERSION(e, LOG_SCHEMA_VERSION)
+    return e
+
+
+def _fields(value: Any) -> Any:
+    """orjson's ``default`` for ``fingerprint``: an attrs instance as its class and fields."""
+    cls = type(value)
+    names = _NAMES.get(cls)
+    if names is None:
+        if not attrs.has(cls):
+            raise TypeError(f"{cls.__name__} is not JSON data")
+        names = _NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    return (cls.__qualname__, *[getattr(value, n) for n in names])
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def fingerprint(state: AgentState) -> bytes | None:
+    """Bytes that are equal only for states whose checkpoint (``state_to_dict`` without the
+    history, encoded) is equal: every section but the history, typed ones as their class
+    and fields. About a fifth of the encoding it stands for; None when it cannot be made
+    (the full encoding then decides, and reports what is wrong)."""
+    try:
+        return orjson.dumps(
+            (
+                state.summary,
+                state.tool_context,
+                state.turn_context,
+                state.shutdown_interrupted,
+                state.schema_version,
+                state.extensions,
+            ),
+            default=_fields,
+        )
+    except TypeError:
+        return None
 
 
 @attrs.define(eq=False)
@@ -52,11 +143,26 @@ class Recording:
     durability: str = "dispatch"
     in_flight: int = 0
     """Tool calls of the current step between their dispatch and their outcome."""
+    seen: tuple[bytes, bytes] | None = None
+    """(the projection's checkpoint bytes, the fingerprint of a state that encodes to them):
+    while both hold, no checkpoint is due and the state is not encoded."""
+    encodings: int = 0
+    """How many times the state was encoded to decide a checkpoint (the tests count them)."""
     _lock: anyio.Lock = attrs.Factory(anyio.Lock)
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("run_id", "turn_id"):  # the envelopes' ids, checked once for every fact
+            value = getattr(self, name)
+            if value is not None and type(value) is not str:
+                raise InvalidState(f"session-log: a {name} is a str or None, got {value!r}")
+
+    def fact(self, kind: str, payload: dict[str, Any] | None = None) -> LogEvent:
+        """An event of this run (``fact``)."""
+        return fact(kind, payload, self.run_id, self.turn_id)
 
     def note(self, kind: str, payload: dict[str, Any] | None = None) -> None:
         """An event to commit with the next flush (nothing is written now)."""
-        self.pending.append(c.event(kind, payload, run_id=self.run_id, turn_id=self.turn_id))
+        self.pending.append(fact(kind, payload, self.run_id, self.turn_id))
 
     async def flush(
         self,
@@ -81,24 +187,32 @@ class Recording:
         replaced = history.unchanged_prefix < self.flushed
         if replaced:
             base = self.seq + len(events) + 1
-            events.append(c.replaced_event(list(history), reason, run, turn))
+            events.append(fact(c.REPLACED, {"ms": list(history), "reason": reason}, run, turn))
             live.append(None)
         else:
             for m in history[self.flushed :]:
-                events.append(c.message_event(m, run, turn))
+                events.append(fact(c.MESSAGE, {"m": m}, run, turn))
                 live.append(m)
-        doc = state_to_dict(state, with_context=False)
-        data = orjson.dumps(doc)
-        if data != proj.head_bytes or replaced:
-            events.extend(_section_events(proj.head_doc, doc, run, turn))
-            payload = {"state": doc, "base": base, "history": len(history)}
-            events.append(c.event(CHECKPOINT, payload, run_id=run, turn_id=turn))
+        seen, mark = self.seen, fingerprint(state)
+        checkpoint: tuple[int, dict[str, Any], bytes] | None = None
+        if replaced or seen is None or mark is None or seen != (proj.head_bytes, mark):
+            self.encodings += 1
+            doc = state_to_dict(state, with_context=False)
+            data = orjson.dumps(doc)
+            if data != proj.head_bytes or replaced:
+                events.extend(_section_events(proj.head_doc, doc, run, turn))
+                payload = {"state": doc, "base": base, "history": len(history)}
+                checkpoint = (len(events), doc, data)
+                events.append(fact(CHECKPOINT, payload, run, turn))
+            seen = None if mark is None else (data, mark)
         events.extend(extra)
-        if not events:
+        if not events:  # (so the state encodes to the head's checkpoint: no event for it)
+            self.seen = seen
             return
         if self.writer.lease_until - time.time() < self.lease / 2:
             self.writer = await self.log.renew(self.writer, self.lease)
-        result = await self.log.commit(self.writer, new_id(), self.seq, events, finish=finish)
+        batch = built_batch(events)  # every event is the recorder's own (``fact``)
+        result = await self.log.commit(self.writer, event_id(), self.seq, batch, finish=finish)
         self.pending.clear()
         first = result.first_seq
         for i, e in enumerate(events):
@@ -108,11 +222,15 @@ class Recording:
             if live_msg is not None:  # the live message, not a decoded copy of it
                 proj._settle(live_msg)
                 proj.messages.append(live_msg)
+            elif checkpoint is not None and i == checkpoint[0]:  # the bytes committed, as
+                proj.head_doc, proj.head_bytes = checkpoint[1], checkpoint[2]  # encoded then
+                proj.checkpoint_seq = first + i
             else:
                 proj.apply_one(e, first + i)
         if proj.seq < result.last_seq:
             proj.seq, proj.commit_id = result.last_seq, result.head.commit_id
         self.seq, self.flushed = result.last_seq, len(history)
+        self.seen = None if seen is None or proj.head_bytes != seen[0] else seen
         history.mark_committed()
         if finish:
             self.finished = True
@@ -148,7 +266,7 @@ def _section_events(
     before = old
     for name, kind in c.SECTION_EVENTS.items():
         if before.get(name) != new.get(name):
-            out.append(c.event(kind, {"section": name}, run_id=run, turn_id=turn))
+            out.append(fact(kind, {"section": name}, run, turn))
     return out
 
 

@@ -237,20 +237,12 @@ class LogBackedStore:
 
     def _end_events(self, rec: Recording, state: AgentState) -> list[Any]:
         outcome = rec.outcome or "success"
-        run, turn = rec.run_id, rec.turn_id
         out = []
         if outcome == "suspended" and state.turn_context.pending:
             ids = [p.tool_use_id for p in state.turn_context.pending]
-            out.append(c.event("interaction/requested", {"ids": ids}, run_id=run, turn_id=turn))
+            out.append(rec.fact("interaction/requested", {"ids": ids}))
         completed = outcome == "success" and not state.turn_context.suspended
-        out.append(
-            c.event(
-                c.RUN_FINISHED,
-                {"outcome": outcome, "completed": completed},
-                run_id=run,
-                turn_id=turn,
-            )
-        )
+        out.append(rec.fact(c.RUN_FINISHED, {"outcome": outcome, "completed": completed}))
         return out
 
     async def _admin_save(
@@ -284,7 +276,7 @@ class LogBackedStore:
                     "while the suspended turn waits for answers (answer or supersede it first)"
                 )
             reason = _admin_reason(state)
-            extra = [c.event(c.ADMIN, {"reason": reason})]
+            extra = [rec.fact(c.ADMIN, {"reason": reason})]
             await rec.flush(state, extra, finish=True, reason=reason)
         except BaseException:
             if not rec.finished:

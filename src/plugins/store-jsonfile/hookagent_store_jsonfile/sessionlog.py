@@ -205,6 +205,22 @@ class JsonFileSessionLog(_Face):
     async def _run(self, func: Any, *args: Any) -> Any:
         return await run_blocking(self._core.call, _mapped, func, *args)
 
+    async def acquire(
+        self, user_id: str, session_id: str, owner: str, lease_seconds: float
+    ) -> LogWriter:
+        """On a cached session whose lock is free, without a thread hop (``acquire_now``)."""
+        check_session(user_id, session_id)
+        check_owner(owner)
+        lease = check_lease(lease_seconds)
+        core = self._core
+        now: LogWriter | None = core.call(
+            _mapped, core.acquire_now, user_id, session_id, owner, lease
+        )
+        if now is not None:
+            return now
+        w: LogWriter = await self._run(core.acquire, user_id, session_id, owner, lease)
+        return w
+
     async def aclose(self) -> None:
         """Release the open fds; a later call opens them again."""
         self._core.close()

@@ -492,3 +492,37 @@ async def test_a_log_main_wrote_reads_and_grows(tmp_path: Path) -> None:
     assert await again.is_sealed("u1", "s1", "run-b")
     await log.aclose()
     await again.aclose()
+
+
+async def test_a_cached_free_session_is_acquired_without_a_thread_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: a W1 call's acquire runs on the event loop when it cannot wait; the
+    commits (each one fdatasync) keep their worker thread. Counted, not timed."""
+    from hookagent import LeaseHeld
+    from hookagent_store_jsonfile.local import run_blocking as real
+
+    hops: list[str] = []
+
+    async def counting(call: Any, mapped: Any, func: Any, *args: Any) -> Any:
+        hops.append(func.__name__)
+        return await real(call, mapped, func, *args)
+
+    monkeypatch.setattr("hookagent_store_jsonfile.sessionlog.run_blocking", counting)
+    log = JsonFileSessionLog(tmp_path)
+    w = await log.acquire("u", "s", "run-1", 60)  # not cached yet: the thread creates it
+    assert hops == ["acquire"]
+    await log.commit(w, "b1", 0, [LogEvent("acme/x", {})], finish=True)
+    hops.clear()
+    w2 = await log.acquire("u", "s", "run-2", 60)  # cached and free: inline
+    assert hops == [] and w2.epoch == w.epoch + 1 and w2.seq == 1
+    with pytest.raises(LeaseHeld):  # the rules are the same inline
+        await log.acquire("u", "s", "run-3", 60)
+    assert hops == []
+    other = log.another_handle()  # another handle (as another process) sees the lease
+    with pytest.raises(LeaseHeld):
+        await other.acquire("u", "s", "run-3", 60)
+    await log.commit(w2, "b2", 1, [LogEvent("acme/x", {})])
+    assert hops == ["acquire", "commit"]  # (the other handle's first open; the commit)
+    await log.aclose()
+    await other.aclose()

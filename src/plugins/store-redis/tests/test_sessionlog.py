@@ -391,3 +391,36 @@ async def test_replicated_commits_are_acknowledged_only_on_the_replicas(
             with pytest.raises(StoreUnavailable, match="reached 0 of 1 replicas"):
                 await log.commit(w, "b1", 0, [ev("1")])
         assert (await log.head("u", "s")).seq == 1  # applied on the primary, once
+
+
+@pytest.mark.anyio
+async def test_a_session_s_keys_are_made_once_per_handle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21: a W1 call's five operations (an acquire, four commits) reuse the keys made
+    for the session's first one; the keys are the layout's, whatever the ids."""
+    async with open_log(STANDALONE) as log:
+        made: list[tuple[str, str]] = []
+        real = log.layout.session
+
+        def counting(user_id: str, session_id: str) -> Any:
+            made.append((user_id, session_id))
+            return real(user_id, session_id)
+
+        monkeypatch.setattr(log, "layout", _Spy(log.layout, counting))
+        w = await log.acquire("u", "s:1", "run-1", 30)
+        for seq in range(4):
+            await log.commit(w, f"b{seq}", seq, [ev(f"m{seq}")], finish=seq == 3)
+        head = await log.head("u", "s:1")
+        assert head.seq == 4 and head.owner is None
+        assert made.count(("u", "s:1")) == 2  # one for the plain keys, one with the index
+        assert log._keys("u", "s:1") == real("u", "s:1").log_keys()
+        assert [e.payload["text"] for e in await log.read_after("u", "s:1", 0)] == [
+            "m0", "m1", "m2", "m3"
+        ]  # fmt: skip
+
+
+class _Spy:
+    def __init__(self, layout: Any, session: Any) -> None:
+        self._layout, self.session = layout, session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._layout, name)

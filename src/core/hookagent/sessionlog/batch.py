@@ -25,7 +25,8 @@ from ..codec import message_doc, msg_from_dict
 from ..errors import CorruptState, InvalidState, LogCorrupt, StateTooLarge
 from ..messages import Msg
 from .base import LOG_SCHEMA_VERSION, LogEvent
-from .format2 import FORMAT, Row, decode_events, encode_events
+from .format2 import FORMAT, decode_events, encode_events
+from .format2 import Row as Row
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 """Largest commit, in encoded bytes (a state's own limit)."""

@@ -162,6 +162,9 @@ def _record(value: Any) -> bytes | None:
 
 
 Row = tuple[int, str, str, float, dict[str, Any], bool, "str | None", "str | None"]
+"""One committed event as a tuple: (seq, event_id, type, occurred_at, payload, required,
+run_id, turn_id). What a cold projection applies: the envelope checked exactly as for a
+``LogEvent``, without building one (``batch.decode_rows``)."""
 
 
 def _bad(where: str, seq: int, what: str) -> LogCorrupt:

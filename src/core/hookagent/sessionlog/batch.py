@@ -1,11 +1,13 @@
 """One commit's bytes: the events of a batch, encoded once, compared by digest.
 
-A payload value that is a ``Msg`` (or a list of them) is written as the codec's message
-document; it reads back as that document (a dict). A backend stores a commit as opaque bytes (``encode_batch``) with its first seq, and gives
-them back to ``decode_batch``; it never parses them. The encoding is deterministic, so a
-retried batch (the same ``LogEvent`` values) has the same ``batch_digest`` and the
-idempotency rule is a comparison of two short strings. Keys are short on purpose: an event
-costs a few dozen bytes besides its payload.
+Written in format 2 (``format2``: one positional array, a message as the codec's record);
+format 1 (a list of event objects, or ``{"v": 1, "run", "turn", "e"}``) is still read. A
+payload value that is a ``Msg`` (or a list of them) reads back through ``decode_batch``
+as the codec's message document (a dict), in either format. A backend stores a commit as
+opaque bytes (``encode_batch``) with its first seq, and gives them back to
+``decode_batch``; it never parses them. The encoding is deterministic, so a retried batch
+(the same ``LogEvent`` values) has the same ``batch_digest`` and the idempotency rule is a
+comparison of two short strings.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import attrs
 import orjson
 
 from .._limits import MAX_DEPTH, _parse, check_depth
-from ..codec import message_doc
+from ..codec import message_doc, msg_from_dict
 from ..errors import CorruptState, InvalidState, LogCorrupt, StateTooLarge
 from ..messages import Msg
 from .base import LOG_SCHEMA_VERSION, LogEvent
+from .format2 import FORMAT, decode_events, encode_events
+from .format2 import Row as Row
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 """Largest commit, in encoded bytes (a state's own limit)."""
@@ -55,7 +59,7 @@ def check_type(kind: object) -> str:
     return kind
 
 
-def _doc(event: LogEvent) -> dict[str, Any]:
+def _check(event: LogEvent) -> None:
     if not isinstance(event, LogEvent):
         raise InvalidState(f"a batch holds LogEvent values, got {type(event).__name__}")
     check_type(event.type)
@@ -75,25 +79,20 @@ def _doc(event: LogEvent) -> dict[str, Any]:
     if type(event.occurred_at) not in (int, float) or not math.isfinite(event.occurred_at):
         # NaN or inf would be written as null, and the commit could never be read back
         raise InvalidState(f"event {event.type}: occurred_at is a finite number")
-    doc: dict[str, Any] = {"id": event.event_id, "t": event.type, "at": event.occurred_at}
-    if not event.required:
-        doc["r"] = False
-    if event.run_id is not None:
-        doc["run"] = event.run_id
-    if event.turn_id is not None:
-        doc["turn"] = event.turn_id
-    if event.payload:
-        payload: dict[str, Any] = {}
-        for key, value in event.payload.items():
-            if type(value) is Msg:  # the codec's document, bounded by construction
-                payload[key] = message_doc(value)
-            elif type(value) is list and value and all(type(m) is Msg for m in value):
-                payload[key] = [message_doc(m) for m in value]
-            else:
-                check_depth(value, BATCH_DEPTH - 3, where=f"event {event.type} payload")
-                payload[key] = value
-        doc["p"] = payload
-    return doc
+
+
+def _payload_doc(event: LogEvent, values: Any) -> dict[str, Any]:
+    """A payload as JSON data: a ``Msg`` value as its ``message_doc`` (format 1's rule)."""
+    payload: dict[str, Any] = {}
+    for key, value in values.items():
+        if type(value) is Msg:  # the codec's document, bounded by construction
+            payload[key] = message_doc(value)
+        elif type(value) is list and value and all(type(m) is Msg for m in value):
+            payload[key] = [message_doc(m) for m in value]
+        else:
+            check_depth(value, BATCH_DEPTH - 3, where=f"event {event.type} payload")
+            payload[key] = value
+    return payload
 
 
 def encode_batch(events: Sequence[LogEvent]) -> bytes:
@@ -102,20 +101,9 @@ def encode_batch(events: Sequence[LogEvent]) -> bytes:
         raise InvalidState(f"a batch is a sequence of LogEvent, got {type(events).__name__}")
     if not 1 <= len(events) <= MAX_BATCH_EVENTS:
         raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
-    docs: Any = [_doc(e) for e in events]
-    shared = {}
-    for key, field in (("run", "run_id"), ("turn", "turn_id")):
-        first = getattr(events[0], field)
-        if first is not None and all(getattr(e, field) == first for e in events):
-            shared[key] = first  # a batch is mostly one run's: its ids once, not per event
-            for d in docs:
-                del d[key]
-    if shared:
-        docs = {"v": LOG_SCHEMA_VERSION, **shared, "e": docs}
-    try:
-        data = orjson.dumps(docs)
-    except TypeError as exc:
-        raise InvalidState(f"a log batch is not JSON data: {exc}") from None
+    for e in events:
+        _check(e)
+    data = encode_events(events, _payload_doc)
     if len(data) > MAX_BATCH_BYTES:
         raise StateTooLarge(
             f"a log batch is {len(data)} bytes, over the limit of {MAX_BATCH_BYTES}"
@@ -141,44 +129,7 @@ def built_batch(events: Sequence[LogEvent]) -> BuiltBatch:
     depth-checked exactly as ``encode_batch`` does."""
     if not 1 <= len(events) <= MAX_BATCH_EVENTS:
         raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
-    run0, turn0 = events[0].run_id, events[0].turn_id
-    share_run = run0 is not None and all(e.run_id == run0 for e in events)
-    share_turn = turn0 is not None and all(e.turn_id == turn0 for e in events)
-    docs: list[dict[str, Any]] = []
-    for event in events:
-        doc: dict[str, Any] = {"id": event.event_id, "t": event.type, "at": event.occurred_at}
-        if not event.required:
-            doc["r"] = False
-        if not share_run and event.run_id is not None:
-            doc["run"] = event.run_id
-        if not share_turn and event.turn_id is not None:
-            doc["turn"] = event.turn_id
-        if event.payload:
-            payload: dict[str, Any] = {}
-            for key, value in event.payload.items():
-                if type(value) is Msg:
-                    payload[key] = message_doc(value)
-                elif type(value) is list and value and all(type(m) is Msg for m in value):
-                    payload[key] = [message_doc(m) for m in value]
-                else:
-                    if isinstance(value, (dict, list)):  # (a scalar nests nothing)
-                        check_depth(value, BATCH_DEPTH - 3, where=f"event {event.type} payload")
-                    payload[key] = value
-            doc["p"] = payload
-        docs.append(doc)
-    body: Any = docs
-    if share_run or share_turn:
-        head: dict[str, Any] = {"v": LOG_SCHEMA_VERSION}
-        if share_run:
-            head["run"] = run0
-        if share_turn:
-            head["turn"] = turn0
-        head["e"] = docs
-        body = head
-    try:
-        data = orjson.dumps(body)
-    except TypeError as exc:
-        raise InvalidState(f"a log batch is not JSON data: {exc}") from None
+    data = encode_events(events, _payload_doc)
     if len(data) > MAX_BATCH_BYTES:
         raise StateTooLarge(
             f"a log batch is {len(data)} bytes, over the limit of {MAX_BATCH_BYTES}"
@@ -193,21 +144,32 @@ def batch_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:40]
 
 
-Row = tuple[int, str, str, float, dict[str, Any], bool, "str | None", "str | None"]
-"""One committed event as a tuple: (seq, event_id, type, occurred_at, payload, required,
-run_id, turn_id). What a cold projection applies: the envelope checked exactly as for a
-``LogEvent``, without building one (``decode_rows``)."""
-
-
 def decode_rows(data: bytes | str, first_seq: int, *, where: str = "log") -> list[Row]:
-    """The events of a stored commit as ``Row`` tuples numbered from ``first_seq``;
-    ``LogCorrupt`` if the bytes are not what ``encode_batch`` writes."""
+    """The events of a stored commit (format 2 or 1) as ``Row`` tuples numbered from
+    ``first_seq``; ``LogCorrupt`` if the bytes are not what ``encode_batch`` writes.
+
+    A format-2 message event's ``payload["m"]`` is the message's stored record (a JSON
+    array, ``codec.msg_from_dict`` reads it) where ``decode_batch`` gives ``message_doc``:
+    a cold projection structures it once, not twice."""
+    return _decode(data, first_seq, where, None)
+
+
+def _decode(data: bytes | str, first_seq: int, where: str, marks: list[int] | None) -> list[Row]:
     try:
         # orjson refuses nesting past 1,024 levels; what the projection uses is checked
         # again where it is structured (messages, the checkpoint's state)
-        docs = _parse(data, limit=MAX_BATCH_BYTES, what="log batch")
+        if type(data) is bytes and data[:3] == b"[2," and len(data) <= MAX_BATCH_BYTES:
+            docs = orjson.loads(data)  # format 2's bytes: _parse's checks hold already
+        else:
+            docs = _parse(data, limit=MAX_BATCH_BYTES, what="log batch")
+    except orjson.JSONDecodeError as exc:
+        raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
     except (CorruptState, StateTooLarge) as exc:
         raise LogCorrupt(f"{where}: commit at seq {first_seq} is unreadable: {exc}") from None
+    if type(docs) is list and docs and type(docs[0]) is int:
+        if docs[0] != FORMAT:
+            raise LogCorrupt(f"{where}: commit at seq {first_seq} has format {docs[0]!r}")
+        return decode_events(docs, first_seq, where, marks)
     run0 = turn0 = None
     if type(docs) is dict and docs.keys() <= _HEADER and "e" in docs:
         if docs.get("v") != LOG_SCHEMA_VERSION:
@@ -251,9 +213,15 @@ def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> li
     bytes are not what ``encode_batch`` writes."""
     out: list[LogEvent] = []
     make = object.__new__
-    for seq, eid, kind, at, payload, required, run, turn in decode_rows(
-        data, first_seq, where=where
-    ):
+    marks: list[int] = []
+    rows = _decode(data, first_seq, where, marks)
+    for i in marks:  # the public form of a message is its message_doc, in either format
+        payload = rows[i][4]
+        try:
+            payload["m"] = message_doc(msg_from_dict(payload["m"], where=f"event {rows[i][0]}"))
+        except (InvalidState, TypeError, ValueError) as exc:
+            raise LogCorrupt(f"{where}: event at seq {rows[i][0]}: {exc}") from None
+    for seq, eid, kind, at, payload, required, run, turn in rows:
         # the envelope is checked by decode_rows: build the frozen event without __init__
         event = make(LogEvent)
         _TYPE(event, kind)

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from ..codec import message_doc, msg_from_dict
 from ..errors import LogCorrupt
+from ..messages import Msg, TextBlock, ToolResultBlock
 from ..sessionlog.base import LogEvent, SessionLog
 from .log_conformance_hooks import LONG, LogHooks, batch, written
 
@@ -26,6 +28,18 @@ def as_rows(events: Sequence[LogEvent]) -> list[tuple[Any, ...]]:
         (e.seq, e.event_id, e.type, e.occurred_at, dict(e.payload), e.required, e.run_id, e.turn_id)
         for e in events
     ]
+
+
+def public(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows as ``read_after`` shows them: a row may hold a message as its stored record (a
+    format-2 array, ``decode_rows``), which ``read_after`` gives as its ``message_doc``."""
+    out = []
+    for row in rows:
+        payload = row[4]
+        if type(payload.get("m")) is list:
+            payload = {**payload, "m": message_doc(msg_from_dict(payload["m"]))}
+        out.append((*row[:4], payload, *row[5:]))
+    return out
 
 
 def _rows(log: SessionLog) -> Any:
@@ -45,11 +59,20 @@ class RowsLogConformance(LogHooks):
             LogEvent("run/started", {}, False, "r1", "t1", occurred_at=1.5),
             LogEvent("message/appended", {"tag": "m", "i": 0}, True, "r1", "t1", occurred_at=2),
             LogEvent("acme/note", {"n": [1, {"x": None}]}, False, None, "t2", occurred_at=3.25),
+            LogEvent("message/appended", {"m": Msg.user("hi")}, True, "r1", "t1", occurred_at=4.0),
+            LogEvent(
+                "tool/result",
+                {"id": "c1", "m": Msg("tool", [ToolResultBlock("c1", "f", (TextBlock("ok"),))])},
+                occurred_at=4.5,
+            ),
         ]
         await log.commit(writer, "mixed", 5, mixed)
-        assert await rows("u", "s", 0) == as_rows(await log.read_after("u", "s", 0))
-        for after in range(9):
-            got, want = await rows("u", "s", after), as_rows(await log.read_after("u", "s", after))
+        events = await log.read_after("u", "s", 0)
+        assert public(await rows("u", "s", 0)) == as_rows(events)
+        assert msg_from_dict(events[-2].payload["m"]).text == "hi"  # read back as message_doc
+        for after in range(11):
+            got = public(await rows("u", "s", after))
+            want = as_rows(await log.read_after("u", "s", after))
             assert got == want, f"read_rows_after({after}) != read_after({after})"
         assert await rows("u", "never", 0) == []
 

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import orjson
 from hookagent import AgentState, Msg, ToolResultBlock, ToolUseBlock
-from hookagent.codec import state_from_dict
+from hookagent.codec import msg_from_dict, state_from_dict
 from hookagent.sessionlog import CHECKPOINT, LogEvent, Row
 from hookagent.state import History, TurnContext
 from hookagent.tools import error_result
@@ -29,6 +29,8 @@ from . import catalogue as c
 from .errors import UnknownRequiredEvent
 
 NOT_RUN = "not run: the run stopped before this call started"
+_SKIPPED = frozenset(c.OPTIONAL - {c.RUN_FINISHED})
+"""Known types a rebuild ignores (``run/finished`` is not: it completes a turn)."""
 
 
 @contextlib.contextmanager
@@ -78,13 +80,26 @@ class Projection:
         self._apply(e.type, e.payload, seq, e.required, e.turn_id)
 
     def apply_rows(self, rows: Iterable[Row]) -> None:
-        """``apply`` for a backend's raw rows (``read_rows_after``): no envelope objects."""
-        apply, at = self._apply, self.seq
+        """``apply`` for a backend's raw rows (``read_rows_after``): no envelope objects.
+
+        A cold load's bulk is messages and events a rebuild ignores: a message with no
+        open tool call to settle is structured and appended here, an ignored type skipped
+        here, everything else goes through ``_apply``."""
+        apply, at, skip = self._apply, self.seq, _SKIPPED
         try:
             for seq, _, kind, _, payload, required, _, turn in rows:
                 if seq <= at:
                     continue
-                apply(kind, payload, seq, required, turn)
+                if kind == c.MESSAGE and not (self.dispatched or self.results or self.suspended):
+                    try:
+                        doc = payload["m"]
+                        msg = doc if type(doc) is Msg else msg_from_dict(doc)
+                    except (KeyError, TypeError, ValueError, IndexError):
+                        apply(kind, payload, seq, required, turn)  # it explains, with the seq
+                    else:
+                        self.messages.append(msg)
+                elif kind not in skip:
+                    apply(kind, payload, seq, required, turn)
                 at = seq
         finally:
             self.seq = at

@@ -70,7 +70,7 @@ async def test_a_w1_call_encodes_the_state_once_and_checks_no_envelope_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     encodings, checks = [0], [0]
-    real_encode, real_doc = state_to_dict, batch_mod._doc
+    real_encode, real_doc = state_to_dict, batch_mod._check
 
     def encode(*a: Any, **kw: Any) -> Any:
         encodings[0] += 1
@@ -81,7 +81,7 @@ async def test_a_w1_call_encodes_the_state_once_and_checks_no_envelope_again(
         return real_doc(*a, **kw)
 
     monkeypatch.setattr("hookagent_session_log.recording.state_to_dict", encode)
-    monkeypatch.setattr(batch_mod, "_doc", doc)
+    monkeypatch.setattr(batch_mod, "_check", doc)
     log = Counting()
     agent = make_config(log, w1_model(12)).build()
     per_call = []

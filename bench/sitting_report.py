@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,176 +53,189 @@ def label(r: dict[str, Any]) -> str:
     return str(r["name"])
 
 
+def line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def table(columns: list[str], body: Iterable[list[str]]) -> list[str]:
+    """A markdown table: the header, its rule, and one line per row of cells."""
+    return [line(columns), "|" + "---|" * len(columns), *map(line, body)]
+
+
 def rows_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "| # | group | row | started UTC | load 1 min (start, end) | wall s | CPU/wall W1, W2 "
-        "| CPU-bound | check |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for i, r in enumerate(rows, 1):
-        if r["kind"] in ("burner_on", "burner_off"):
-            out.append(f"| {i} | {r['group']} | *{r['name']}* | | | | | | |")
-            continue
-        cb = "yes" if r.get("cpu_bound") else ""
-        check = "ok"
-        if r.get("rc") not in (0, None):
-            check = f"**failed (rc {r['rc']})**"
-        elif r.get("cpu_bound") and not r.get("checked", True):
-            check = "busy core on purpose"
-        elif r.get("cpu_bound") and any(
-            (r.get(k) is not None and r[k] < R.MIN_CPU_WALL) for k in ("w1_cpu_wall", "w2_cpu_wall")
-        ):
-            check = "**below 0.8: contended**"
-        loads = f"{R.fmt_load(r.get('load_start'))}, {R.fmt_load(r.get('load_end'))}"
-        cw = f"{f(r.get('w1_cpu_wall'))}, {f(r.get('w2_cpu_wall'))}" if r.get("result") else ""
-        out.append(
-            f"| {i} | {r['group']} | {label(r)} | {str(r.get('started', ''))[11:]} | {loads} "
-            f"| {f(r.get('wall_s'), 1)} | {cw} | {cb} | {check} |"
-        )
-    return out
+    def body() -> Iterator[list[str]]:
+        for i, r in enumerate(rows, 1):
+            if r["kind"] in ("burner_on", "burner_off"):
+                yield [str(i), r["group"], f"*{r['name']}*", *[""] * 6]
+                continue
+            cb = "yes" if r.get("cpu_bound") else ""
+            check = "ok"
+            if r.get("rc") not in (0, None):
+                check = f"**failed (rc {r['rc']})**"
+            elif r.get("cpu_bound") and not r.get("checked", True):
+                check = "busy core on purpose"
+            elif r.get("cpu_bound") and any(
+                (r.get(k) is not None and r[k] < R.MIN_CPU_WALL)
+                for k in ("w1_cpu_wall", "w2_cpu_wall")
+            ):
+                check = "**below 0.8: contended**"
+            loads = f"{R.fmt_load(r.get('load_start'))}, {R.fmt_load(r.get('load_end'))}"
+            cw = f"{f(r.get('w1_cpu_wall'))}, {f(r.get('w2_cpu_wall'))}" if r.get("result") else ""
+            started = str(r.get("started", ""))[11:]
+            yield [
+                str(i),
+                r["group"],
+                label(r),
+                started,
+                loads,
+                f(r.get("wall_s"), 1),
+                cw,
+                cb,
+                check,
+            ]
+
+    columns = ["#", "group", "row", "started UTC", "load 1 min (start, end)", "wall s"]
+    return table([*columns, "CPU/wall W1, W2", "CPU-bound", "check"], body())
 
 
 def headline_table(rows: list[dict[str, Any]], n: int) -> list[str]:
-    out = [
-        f"| store | W1 ms/call, calls {n - 19}-{n}: ours / best peer | x | W2 calls/s: ours / best "
-        "peer | x | W3 load + call ms: ours / best peer | x |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for line in R.headline(rows, n):
-        cells = []
-        for name, nd in (("w1", 2), ("w2", 0), ("w3", 1)):
-            h = line.get(name)
-            if not h:
-                cells += ["no peer figure", "-"]
-                continue
-            peer = rows[h["peer_row"]]
-            cells.append(f"{f(h['ours'], nd)} / {f(h['peer'], nd)} ({label(peer)})")
-            cells.append(f"**{f(h['factor'], 1)}x**" if h["factor"] else "-")
-        name = line["store"] + (" (vs the local-disk peers)" if line["store"] == "file" else "")
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
-    return out
+    def body() -> Iterator[list[str]]:
+        for line in R.headline(rows, n):
+            cells = []
+            for name, nd in (("w1", 2), ("w2", 0), ("w3", 1)):
+                h = line.get(name)
+                if not h:
+                    cells += ["no peer figure", "-"]
+                    continue
+                peer = rows[h["peer_row"]]
+                cells.append(f"{f(h['ours'], nd)} / {f(h['peer'], nd)} ({label(peer)})")
+                cells.append(f"**{f(h['factor'], 1)}x**" if h["factor"] else "-")
+            local = " (vs the local-disk peers)" if line["store"] == "file" else ""
+            yield [line["store"] + local, *cells]
+
+    w1 = f"W1 ms/call, calls {n - 19}-{n}: ours / best peer"
+    columns = ["store", w1, "x", "W2 calls/s: ours / best peer", "x"]
+    return table([*columns, "W3 load + call ms: ours / best peer", "x"], body())
 
 
 def harness_table(rows: list[dict[str, Any]], n: int) -> list[str]:
     mid = max(1, n // 2 - 9)
-    out = [
-        f"| # | peer + store | W1 calls | calls 1-20 | {mid}-{mid + 19} | {n - 19}-{n} | last/first "
-        "| x ours beside | W2 calls/s (calls) | W2 p50 ms | W3 ms | W3 open ms | import s | history |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for i, r in enumerate(rows):
-        if r["kind"] != "harness" or not r.get("data"):
-            continue
-        ts = r.get("times")
-        a, m, b = R.window_ms(ts, 1, 20), R.window_ms(ts, mid, mid + 19), R.window_ms(ts, n - 19, n)
-        ratio = "-"
-        if r["peer"] != "hookagent" and b:
-            parts = []
-            for o in rows:
-                if o.get("partner_of") == i:
-                    ob = R.window_ms(o.get("times"), n - 19, n)
-                    if ob:
-                        parts.append(f"{b / ob:.0f} ({o['store']})")
-            ratio = ", ".join(parts) or "-"
-        w2, w3 = r["data"].get("w2") or {}, r["data"].get("w3") or {}
-        hist = "yes" if R.history_ok(r) else "**NO**"
-        if R.history_ok(r, "w1") and not R.history_ok(r, "w2"):
-            hist = f"W1 yes; W2 **{w2.get('errors')} errors**"
-        calls = f"{len(ts or [])}" + (" (cut)" if R.cut(r) else "")
-        w2n = (w2.get("sessions") or 0) * (w2.get("calls_per_session") or 0)
-        out.append(
-            f"| {i + 1} | {label(r)} | {calls} | {f(a)} | {f(m)} | {f(b)} "
-            f"| {f(b / a if a and b else None)} "
-            f"| {ratio} | {f(w2.get('calls_per_s'), 0)} ({w2n}) | {f(w2.get('lat_p50_ms'), 1)} "
-            f"| {f(w3.get('load_and_call_ms_median'), 1)} | {f(w3.get('open_ms_median'), 1)} "
-            f"| {f(w3.get('import_s_median'))} | {hist} |"
-        )
-    return out
+
+    def ratio(i: int, r: dict[str, Any], b: float | None) -> str:
+        """Each peer row's last window over the hookagent rows run beside it."""
+        if r["peer"] == "hookagent" or not b:
+            return "-"
+        parts = []
+        for o in rows:
+            if o.get("partner_of") == i:
+                ob = R.window_ms(o.get("times"), n - 19, n)
+                if ob:
+                    parts.append(f"{b / ob:.0f} ({o['store']})")
+        return ", ".join(parts) or "-"
+
+    def body() -> Iterator[list[str]]:
+        for i, r in enumerate(rows):
+            if r["kind"] != "harness" or not r.get("data"):
+                continue
+            ts = r.get("times")
+            a, m = R.window_ms(ts, 1, 20), R.window_ms(ts, mid, mid + 19)
+            b = R.window_ms(ts, n - 19, n)
+            w2, w3 = r["data"].get("w2") or {}, r["data"].get("w3") or {}
+            hist = "yes" if R.history_ok(r) else "**NO**"
+            if R.history_ok(r, "w1") and not R.history_ok(r, "w2"):
+                hist = f"W1 yes; W2 **{w2.get('errors')} errors**"
+            calls = f"{len(ts or [])}" + (" (cut)" if R.cut(r) else "")
+            w2n = (w2.get("sessions") or 0) * (w2.get("calls_per_session") or 0)
+            yield [
+                str(i + 1), label(r), calls, f(a), f(m), f(b), f(b / a if a and b else None),
+                ratio(i, r, b), f"{f(w2.get('calls_per_s'), 0)} ({w2n})",
+                f(w2.get("lat_p50_ms"), 1), f(w3.get("load_and_call_ms_median"), 1),
+                f(w3.get("open_ms_median"), 1), f(w3.get("import_s_median")), hist,
+            ]  # fmt: skip
+
+    columns = ["#", "peer + store", "W1 calls", "calls 1-20", f"{mid}-{mid + 19}", f"{n - 19}-{n}"]
+    columns += ["last/first", "x ours beside", "W2 calls/s (calls)", "W2 p50 ms", "W3 ms"]
+    return table([*columns, "W3 open ms", "import s", "history"], body())
 
 
 def ours_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "| store | calls | 1-20 | 491-510 | 981-1000 | last/first | total s | CPU/wall W1 "
-        "| W2 calls/s | W2 p95 ms | CPU/wall W2 | W3 ms (CPU ms) | store open ms | stored / encoded |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        d = r.get("data") or {}
-        w1 = d.get("w1")
-        if r["kind"] != "ours" or not w1 or r["name"].find("-10k") >= 0:
-            continue
-        c = w1.get("cpu") or {}
-        cells = [
-            f"{f(w1[k]['median_ms'])} ({f((c.get(k) or {}).get('median_ms'))})"
-            for k in ("w_first", "w_mid", "w_last")
-        ]
-        w2, w3 = d.get("w2") or {}, d.get("w3") or {}
-        out.append(
-            f"| {d['label']} | {w1['calls_done']} | {' | '.join(cells)} | {f(w1['last_over_first'])} "
-            f"| {f(w1['total_s'])} | {f(r.get('w1_cpu_wall'))} | {f(w2.get('calls_per_s'), 0)} "
-            f"| {f(w2.get('lat_p95_ms'), 1)} | {f(r.get('w2_cpu_wall'))} "
-            f"| {f(w3.get('load_and_call_ms_median'), 1)} ({f(w3.get('load_and_call_cpu_ms_median'), 1)}) "
-            f"| {f(w3.get('open_ms_median'), 1)} | {f(w1.get('stored_over_encoded'))} |"
-        )
-    return out
+    def body() -> Iterator[list[str]]:
+        for r in rows:
+            d = r.get("data") or {}
+            w1 = d.get("w1")
+            if r["kind"] != "ours" or not w1 or r["name"].find("-10k") >= 0:
+                continue
+            c = w1.get("cpu") or {}
+            windows = [
+                f"{f(w1[k]['median_ms'])} ({f((c.get(k) or {}).get('median_ms'))})"
+                for k in ("w_first", "w_mid", "w_last")
+            ]
+            w2, w3 = d.get("w2") or {}, d.get("w3") or {}
+            w3_ms = f(w3.get("load_and_call_ms_median"), 1)
+            w3_cpu = f(w3.get("load_and_call_cpu_ms_median"), 1)
+            yield [
+                d["label"], str(w1["calls_done"]), *windows, f(w1["last_over_first"]),
+                f(w1["total_s"]), f(r.get("w1_cpu_wall")), f(w2.get("calls_per_s"), 0),
+                f(w2.get("lat_p95_ms"), 1), f(r.get("w2_cpu_wall")), f"{w3_ms} ({w3_cpu})",
+                f(w3.get("open_ms_median"), 1), f(w1.get("stored_over_encoded")),
+            ]  # fmt: skip
+
+    columns = ["store", "calls", "1-20", "491-510", "981-1000", "last/first", "total s"]
+    columns += ["CPU/wall W1", "W2 calls/s", "W2 p95 ms", "CPU/wall W2", "W3 ms (CPU ms)"]
+    return table([*columns, "store open ms", "stored / encoded"], body())
 
 
 def long_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = [
-        "| store | calls | 1-20 | 981-1000 | 9,981-10,000 | 9,981-10,000 / 981-1,000 (target ≤ 1.1) "
-        "| total s | CPU/wall |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        if r["kind"] != "ours" or "-10k" not in r["name"] or not r.get("times"):
-            continue
-        ts = r["times"]
-        n = len(ts)
-        a, b, c = R.window_ms(ts, 1, 20), R.window_ms(ts, 981, 1000), R.window_ms(ts, n - 19, n)
-        w1 = r["data"].get("w1") or {}
-        out.append(
-            f"| {r['store']} | {n:,} | {f(a, 3)} | {f(b, 3)} | {f(c, 3)} ({n - 19:,}-{n:,}) "
-            f"| **{f(c / b if b and c else None)}** | {f(w1.get('total_s'))} | {f(r.get('w1_cpu_wall'))} |"
-        )
-    return out
+    def body() -> Iterator[list[str]]:
+        for r in rows:
+            if r["kind"] != "ours" or "-10k" not in r["name"] or not r.get("times"):
+                continue
+            ts = r["times"]
+            n = len(ts)
+            a, b = R.window_ms(ts, 1, 20), R.window_ms(ts, 981, 1000)
+            c = R.window_ms(ts, n - 19, n)
+            w1 = r["data"].get("w1") or {}
+            yield [
+                r["store"], f"{n:,}", f(a, 3), f(b, 3), f"{f(c, 3)} ({n - 19:,}-{n:,})",
+                f"**{f(c / b if b and c else None)}**", f(w1.get("total_s")),
+                f(r.get("w1_cpu_wall")),
+            ]  # fmt: skip
+
+    columns = ["store", "calls", "1-20", "981-1000", "9,981-10,000"]
+    columns += ["9,981-10,000 / 981-1,000 (target ≤ 1.1)", "total s", "CPU/wall"]
+    return table(columns, body())
 
 
 def w4_table(out_dir: Path) -> list[str]:
-    out = [
-        "| store | processes | calls | calls/s | p50 ms | p99 ms | errors | CPU/wall per process "
-        "| load | history check |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for p in sorted(out_dir.glob("w4-*.json")):
-        d = json.loads(p.read_text())
-        for r in d["rows"]:
-            h = r["history"]
-            ok = (
-                "ok"
-                if not h["sessions_bad"]
-                else f"**{h['sessions_bad']} bad** {h['first_bad'][:1]}"
-            )
-            out.append(
-                f"| {d['store']} | {r['procs']} | {r['calls_ok']}/{r['calls_expected']} "
-                f"| {f(r['calls_per_s'], 0)} | {f(r['lat_p50_ms'], 1)} | {f(r['lat_p99_ms'], 1)} "
-                f"| {r['errors']} | {f(r['cpu_over_wall_per_proc'])} | {f(r['loadavg_start'])} "
-                f"| {ok} ({h['sessions_checked']} sessions) |"
-            )
-    return out
+    def body() -> Iterator[list[str]]:
+        for p in sorted(out_dir.glob("w4-*.json")):
+            d = json.loads(p.read_text())
+            for r in d["rows"]:
+                h = r["history"]
+                bad = f"**{h['sessions_bad']} bad** {h['first_bad'][:1]}"
+                ok = "ok" if not h["sessions_bad"] else bad
+                yield [
+                    d["store"], str(r["procs"]), f"{r['calls_ok']}/{r['calls_expected']}",
+                    f(r["calls_per_s"], 0), f(r["lat_p50_ms"], 1), f(r["lat_p99_ms"], 1),
+                    str(r["errors"]), f(r["cpu_over_wall_per_proc"]), f(r["loadavg_start"]),
+                    f"{ok} ({h['sessions_checked']} sessions)",
+                ]  # fmt: skip
+
+    columns = ["store", "processes", "calls", "calls/s", "p50 ms", "p99 ms", "errors"]
+    return table([*columns, "CPU/wall per process", "load", "history check"], body())
 
 
 def neighbour_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| store | W2 calls/s | CPU/wall W2 | W3 ms, median (reps) |", "|---|---|---|---|"]
-    for r in rows:
-        if r["kind"] != "ours" or r["group"] != "neighbour" or not r.get("data"):
-            continue
-        w2, w3 = r["data"].get("w2") or {}, r["data"].get("w3") or {}
-        reps = ", ".join(f(x.get("load_and_call_ms"), 1) for x in w3.get("reps", []))
-        out.append(
-            f"| {r['store']} | {f(w2.get('calls_per_s'), 0)} | {f(r.get('w2_cpu_wall'))} "
-            f"| {f(w3.get('load_and_call_ms_median'), 1)} ({reps}) |"
-        )
-    return out
+    def body() -> Iterator[list[str]]:
+        for r in rows:
+            if r["kind"] != "ours" or r["group"] != "neighbour" or not r.get("data"):
+                continue
+            w2, w3 = r["data"].get("w2") or {}, r["data"].get("w3") or {}
+            reps = ", ".join(f(x.get("load_and_call_ms"), 1) for x in w3.get("reps", []))
+            w3_ms = f"{f(w3.get('load_and_call_ms_median'), 1)} ({reps})"
+            yield [r["store"], f(w2.get("calls_per_s"), 0), f(r.get("w2_cpu_wall")), w3_ms]
+
+    return table(["store", "W2 calls/s", "CPU/wall W2", "W3 ms, median (reps)"], body())
 
 
 def baselines_section(out_dir: Path) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -10,15 +12,11 @@ import pytest
 from hookagent import (
     AgentState,
     CorruptState,
-    DataBlock,
-    ImageBlock,
     InvalidState,
     Msg,
     StateTooLarge,
     TextBlock,
-    ThinkingBlock,
     ToolResultBlock,
-    ToolUseBlock,
     UnsupportedSchemaVersion,
     codec,
 )
@@ -44,40 +42,8 @@ json_value = st.recursive(
     ),
     max_leaves=12,
 )
-output_block = st.one_of(
-    st.builds(TextBlock, text),
-    st.builds(ImageBlock, text, st.none() | text),
-    st.builds(DataBlock, text, st.none() | text, st.none() | text),
-)
-block = st.one_of(
-    st.builds(TextBlock, text),
-    st.builds(ThinkingBlock, text),
-    st.builds(ImageBlock, text, st.none() | text),
-    st.builds(DataBlock, text, st.none() | text, st.none() | text),
-    st.builds(
-        ToolUseBlock,
-        text,
-        text,
-        st.dictionaries(text, json_value, max_size=3),
-        st.sampled_from(["requested", "streaming"]),
-    ),
-    st.builds(
-        ToolResultBlock,
-        text,
-        text,
-        st.lists(output_block, max_size=3).map(tuple),
-        st.sampled_from(["success", "error", "interrupted", "denied"]),
-    ),
-)
-message = st.builds(
-    Msg,
-    st.sampled_from(["user", "assistant", "system", "tool"]),
-    st.lists(block, max_size=4).map(tuple),
-    st.none() | text,
-    text.filter(bool),
-    st.dictionaries(text, json_value, max_size=3),
-    st.floats(0, 2e9),
-)
+_S = runpy.run_path(str(Path(__file__).with_name("codec_strategies.py")))
+message = _S["messages"](text, json_value, text.filter(bool), st.floats(0, 2e9))
 
 
 @st.composite

@@ -17,12 +17,9 @@ from typing import Any
 import orjson
 import pytest
 from hookagent import (
-    DataBlock,
-    ImageBlock,
     InvalidState,
     Msg,
     TextBlock,
-    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     codec,
@@ -179,36 +176,11 @@ json_value = st.recursive(
     lambda c: st.lists(c, max_size=3) | st.dictionaries(text, c, max_size=3),
     max_leaves=8,
 )
-output_block = st.one_of(
-    st.builds(TextBlock, text),
-    st.builds(ImageBlock, text, st.none() | text),
-    st.builds(DataBlock, text, st.none() | text, st.none() | text),
-)
-block = st.one_of(
-    output_block,
-    st.builds(ThinkingBlock, text),
-    st.builds(
-        ToolUseBlock,
-        text,
-        text,
-        st.dictionaries(text, json_value, max_size=3),
-        st.sampled_from(["requested", "streaming"]),
-    ),
-    st.builds(
-        ToolResultBlock,
-        text,
-        text,
-        st.lists(output_block, max_size=3).map(tuple),
-        st.sampled_from(["success", "error", "interrupted", "denied"]),
-    ),
-)
-message = st.builds(
-    Msg,
-    st.sampled_from(["user", "assistant", "system", "tool"]),
-    st.lists(block, max_size=4).map(tuple),
-    st.none() | text,
+_S = runpy.run_path(str(Path(__file__).with_name("codec_strategies.py")))
+message = _S["messages"](
+    text,
+    json_value,
     st.builds(new_id) | text | st.text("0123456789abcdefABCDEF", min_size=32, max_size=32),
-    st.dictionaries(text, json_value, max_size=3),
     st.floats(-2e9, 2e9) | st.integers(-(2**53), 2**53),
 )
 

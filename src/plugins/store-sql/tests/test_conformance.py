@@ -1,18 +1,20 @@
-"""The kernel's conformance suite on each dialect (fresh tables for every test), with both
-optional hooks: a second handle (new instance, engine and cache on the same tables) and raw
-rows planted behind the store's back, so no check is "not run"."""
+"""The kernel's conformance suite on each dialect (a fresh, empty store for every test;
+PostgreSQL's and MariaDB's tables are made once per class and emptied before each test,
+``classtables``), with both optional hooks: a second handle (new instance, engine and cache on
+the same tables) and raw rows planted behind the store's back, so no check is "not run"."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from classtables import ClassTables, class_tables
 from hookagent.store import AgentStateStore
 from hookagent.testing import StoreConformance
 from hookagent_store_sql import SQLAgentStateStore
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlenv import another_handle, fresh_store, plant_document, unique_name
+from sqlenv import another_handle, fresh_store, plant_document
 
 
 class SQLConformance(StoreConformance):
@@ -35,19 +37,41 @@ class SQLConformance(StoreConformance):
         await plant_document(store, user_id, session_id, key, document, version)
 
 
-class TestPostgreSQL(SQLConformance):
+class ServerConformance(SQLConformance):
+    """PostgreSQL and MariaDB: one set of tables per class, emptied before each test."""
+
+    dialect = ""
+    schema = False
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def tables(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassTables]:
+        with class_tables(
+            cls.dialect,
+            tmp_path_factory.mktemp("store"),
+            lambda url, n: SQLAgentStateStore(url, table_prefix=n.prefix, schema=n.schema),
+            schema=cls.schema,
+        ) as tables:
+            yield tables
+
     @pytest.fixture
-    async def store(self, tmp_path: Path) -> AsyncIterator[SQLAgentStateStore]:
-        # a schema of its own per test: exercises the schema option too
-        async with fresh_store("postgresql", tmp_path, schema=unique_name("s").rstrip("_")) as s:
+    async def store(self, tables: ClassTables) -> AsyncIterator[SQLAgentStateStore]:
+        n = tables.names
+        s = SQLAgentStateStore(tables.url, table_prefix=n.prefix, schema=n.schema)
+        try:
+            await tables.empty(s.engine)
             yield s
+        finally:
+            await s.aclose()
 
 
-class TestMariaDB(SQLConformance):
-    @pytest.fixture
-    async def store(self, tmp_path: Path) -> AsyncIterator[SQLAgentStateStore]:
-        async with fresh_store("mariadb", tmp_path) as s:
-            yield s
+class TestPostgreSQL(ServerConformance):
+    dialect = "postgresql"
+    schema = True  # a schema of its own: exercises the schema option too
+
+
+class TestMariaDB(ServerConformance):
+    dialect = "mariadb"
 
 
 class TestSQLite(SQLConformance):

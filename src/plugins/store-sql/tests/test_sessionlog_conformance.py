@@ -1,14 +1,16 @@
-"""The kernel's SessionLogConformance suite on each dialect (fresh tables for every test),
-with the three optional hooks: another handle (a new SqlSessionLog on a new engine over the
+"""The kernel's SessionLogConformance suite on each dialect (a fresh, empty log for every
+test: SQLite a new file, PostgreSQL and MariaDB tables made once per class and emptied before
+each test, ``classtables``), with the three optional hooks: another handle (a new SqlSessionLog on a new engine over the
 same tables) and raw rows planted behind the log's back, so no check is "not run"."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from classtables import ClassTables, class_tables
 from hookagent.sessionlog import LogEvent
 from hookagent.testing import SessionLogConformance
 from hookagent_store_sql import SqlSessionLog
@@ -18,10 +20,33 @@ from logenv import another_handle, fresh_log, plant_head, plant_orphan
 class SQLLogConformance(SessionLogConformance):
     dialect = "sqlite"
 
+    @pytest.fixture(scope="class")
+    @classmethod
+    def tables(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassTables | None]:
+        if cls.dialect == "sqlite":
+            yield None
+            return
+        with class_tables(
+            cls.dialect,
+            tmp_path_factory.mktemp("log"),
+            lambda url, n: SqlSessionLog(url, table_prefix=n.prefix, schema=n.schema),
+            schema=cls.dialect == "postgresql",
+        ) as tables:
+            yield tables
+
     @pytest.fixture
-    async def log(self, tmp_path: Path) -> AsyncIterator[SqlSessionLog]:
-        async with fresh_log(self.dialect, tmp_path) as log:
-            yield log
+    async def log(self, tmp_path: Path, tables: ClassTables | None) -> AsyncIterator[SqlSessionLog]:
+        if tables is None:
+            async with fresh_log(self.dialect, tmp_path) as log:
+                yield log
+            return
+        n = tables.names
+        log = SqlSessionLog(tables.url, table_prefix=n.prefix, schema=n.schema)
+        try:
+            await tables.empty(log.engine)
+            yield await log.open()
+        finally:
+            await log.aclose()
 
     async def another_handle(self, log: Any) -> Any:
         return await another_handle(log).open()

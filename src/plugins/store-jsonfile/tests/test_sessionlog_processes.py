@@ -81,7 +81,9 @@ async def test_two_processes_racing_fence_each_other(backend: str, tmp_path: Pat
         reports += lines(out)
     ok = [r for r in reports if "ok" in r]
     refused = {r.get("fenced") or r.get("stale") for r in reports if "ok" not in r}
-    assert len(ok) > 20 and refused, (len(ok), len(refused))
+    # How many commits get through depends on how the two processes interleave (13 of 80
+    # rounds in one CI run under load): the test needs some of each, not a count.
+    assert ok and refused, (len(ok), len(refused))
     assert any("fenced" in r for r in reports)
     log = open_log(backend, root)
     events = await contiguous(log)

@@ -36,10 +36,13 @@ def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float = 60)
 
 
 def race(common: list[str], env: dict[str, str]) -> tuple[str, str, str]:
-    """A holds the session (a slow tool), B starts meanwhile; both must finish."""
-    first = start(["run", *common, "count to 6 slowly"], env)
+    """A holds the session (a slow tool), B starts meanwhile; both must finish. The count
+    (12 x 0.4 s) must outlast B's start (about 1 s of imports and plugin discovery on a quiet
+    machine; 2.4 s was too short at load 15, and at load 20 a start took 19 s: no count is
+    long enough on a saturated machine)."""
+    first = start(["run", *common, "count to 12 slowly"], env)
     try:
-        wait_for_line(first, "· calling slow_count(n=6)")  # A holds the session now
+        wait_for_line(first, "· calling slow_count(n=12)")  # A holds the session now
         second = start(["run", *common, "what have we done so far?"], env)
         try:
             b_out, b_err = second.communicate(timeout=120)
@@ -58,7 +61,7 @@ def race(common: list[str], env: dict[str, str]) -> tuple[str, str, str]:
 
 def check_history(state: AgentState) -> None:
     users = [m.text for m in state.context if m.role == "user"]
-    assert users == ["count to 6 slowly", "what have we done so far?"]
+    assert users == ["count to 12 slowly", "what have we done so far?"]
     last = state.context[-1]
     assert last.role == "assistant" and "This session already holds" in last.text
     # A's whole turn (call, result, reply) comes before B's input
@@ -70,7 +73,7 @@ def check_history(state: AgentState) -> None:
 def test_two_runs_on_the_file_store_wait_for_each_other(hk, cli_env) -> None:
     common = ["--user", "race", "--session", "f1"]
     a_out, b_out, b_err = race(common, cli_env)
-    assert "counted 1, 2, 3, 4, 5, 6" in a_out
+    assert "counted " + ", ".join(map(str, range(1, 13))) in a_out
     assert "This session already holds 4 messages" in b_out  # B ran after A's whole turn
     assert "· waiting for session 'f1' of user 'race': held by another process (pid " in b_err
     exported = hk("sessions", "export", *common)
@@ -105,7 +108,7 @@ def test_two_runs_on_redis_take_its_distributed_gate(hk, cli_env, redis_url) -> 
     env = {**cli_env, "HOOKAGENT_BLOCKED_PLUGINS": "model-openai,store-sql,example-tools"}
     common = ["--user", "race", "--session", "r1", "--store", redis_url]
     a_out, b_out, b_err = race(common, env)
-    assert "counted 1, 2, 3, 4, 5, 6" in a_out
+    assert "counted " + ", ".join(map(str, range(1, 13))) in a_out
     assert "This session already holds 4 messages" in b_out
     assert "· waiting for session 'r1' of user 'race': held by another process (the " in b_err
     exported = hk("sessions", "export", *common, env=env)

@@ -82,14 +82,12 @@ class LocalLogCore(LogTree):
 
     def _read(self, ses: Session, where: str) -> Doc | None:
         raw = os.pread(ses.hd, 2 * SLOT, 0)  # (a regular file reads short only at its end)
-        if not raw.strip(b"\x00"):
-            return None  # never written (or only a first write torn before any byte landed)
         docs = [d for d in (_slot(ses, raw, 0), _slot(ses, raw, 1)) if d]
-        if not docs:
+        if not docs:  # (never written, or its first write torn before any byte landed: zeros)
             if not raw[:SLOT].strip(b"\x00"):  # slot 0 never written: the only write was
                 return None  # the first acquire, torn by a power loss (no commit depends on it)
             raise LogCorrupt(f"{where}: the head file is damaged (no slot passes its checksum)")
-        doc = max(docs, key=lambda d: int(d["n"]))
+        doc = docs[0] if len(docs) == 1 or docs[0]["n"] > docs[1]["n"] else docs[1]
         if seg.is_v2(doc) and (ses.seen is None or ses.torn == _key(doc)):
             if seg.last_is_whole(ses, doc, where):
                 ses.torn = None

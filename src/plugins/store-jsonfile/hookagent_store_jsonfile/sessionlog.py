@@ -1,8 +1,8 @@
 """The session log on files (``hookagent.sessionlog.SessionLog``): the async faces and the
 URL factory the plugin registers through ``hookagent_register_session_logs``.
 
-``JsonFileSessionLog`` serves local disk (``loglocal``: flock, in-place head, three fsyncs
-per commit), ``FsspecJsonFileSessionLog`` fsspec filesystems (``logremote``: one head object
+``JsonFileSessionLog`` serves local disk (``loglocal``: flock, in-place head, one fdatasync
+per commit in format 2), ``FsspecJsonFileSessionLog`` fsspec filesystems (``logremote``: one head object
 per version, created exclusively). Arguments are checked here with the kernel's rules
 before any thread hop; the decisions are ``hookagent.sessionlog.rules``'; OS errors become
 the store's typed errors (``StorageFull``, ``StorageDurabilityError``, ``StoreUnavailable``).

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hookagent.codec import dumps
 from hookagent.errors import LogCorrupt, LogFenced
-from hookagent.sessionlog import LogEvent, encode_commit
-from hookagent_store_jsonfile import JsonFileSessionLog, loglocal, logsegment
+from hookagent.sessionlog import LogEvent, LogHead, encode_commit
+from hookagent_store_jsonfile import JsonFileSessionLog, logfiles, loglocal, posixio
 from hookagent_store_jsonfile.layout import id_parts
 from hookagent_store_jsonfile.logfiles import (
     COMMIT_MAGIC,
@@ -24,7 +24,6 @@ from hookagent_store_jsonfile.logfiles import (
     flat_json,
     head_doc,
 )
-from hookagent_store_jsonfile.sessionlog import LogHead
 
 pytestmark = pytest.mark.anyio
 U, S = "u:1", "s/1"
@@ -53,13 +52,13 @@ async def test_a_warm_commit_decodes_no_head_record(
     for i in range(3):
         await log.commit(w, f"b{i}", 2 * i, ev(i))
     decoded: list[int] = []
-    real = loglocal.decode_head_record
+    real = logfiles.decode_head_record
 
     def counting(raw: bytes) -> Any:
         decoded.append(len(raw))
         return real(raw)
 
-    monkeypatch.setattr(loglocal, "decode_head_record", counting)
+    monkeypatch.setattr(loglocal, "decode_head_record", counting)  # (the name it calls)
     await log.commit(w, "warm", 6, ev(9))
     assert decoded == []  # was 2: both slots, every commit
     assert (await log.head(U, S)).seq == 8
@@ -113,13 +112,14 @@ async def test_a_cold_read_reads_the_records_once(
     await log.aclose()
     size = (sdir(tmp_path) / "head").stat().st_size
     read: list[int] = []
-    real = logsegment.io.pread_exact
+    real = posixio.pread_exact
 
     def counting(fd: int, n: int, off: int) -> bytes:
         read.append(n)
-        return real(fd, n, off)
+        got: bytes = real(fd, n, off)
+        return got
 
-    monkeypatch.setattr(logsegment.io, "pread_exact", counting)
+    monkeypatch.setattr(posixio, "pread_exact", counting)  # (logsegment's ``io``)
     fresh = JsonFileSessionLog(tmp_path)
     rows = await fresh.read_rows_after(U, S, 0)
     records = size - 2 * SLOT

@@ -15,8 +15,9 @@ import struct
 import zlib
 from typing import Any
 
+import orjson
 from hookagent.codec import dumps, loads
-from hookagent.errors import CorruptState, LogCorrupt
+from hookagent.errors import CorruptState, InvalidState, LogCorrupt
 from hookagent.sessionlog import MAX_BATCH_BYTES, LogHead
 
 LOG_DIR = ".sessionlog"
@@ -54,6 +55,17 @@ def batch_name(batch_id: str) -> str:
 def seal_name(owner: str) -> str:
     """The marker of a sealed owner."""
     return _hashed("s", owner)
+
+
+def flat_json(doc: dict[str, Any]) -> bytes:
+    """``codec.dumps``'s bytes for a flat object of checked scalars (a head, a record's
+    header: ints, floats, None and ids ``check_id`` passed): nothing nests, and a head
+    record's size is checked against its slot, so the depth walk and the size bound have
+    nothing to refuse."""
+    try:
+        return orjson.dumps(doc)
+    except TypeError as exc:  # (not reached with checked ids: the codec's error, kept)
+        raise InvalidState(f"a log header is not JSON-serialisable: {exc}") from None
 
 
 # ---------------------------------------------------------------- commits
@@ -109,15 +121,23 @@ def head_doc(head: LogHead, *, counter: int, last_first: int, life: str) -> dict
 
 
 def encode_head_record(doc: dict[str, Any]) -> bytes:
-    body = dumps(doc, what="log head")
+    body = flat_json(doc)
     out = HEAD_MAGIC + _HEAD_FIXED.pack(len(body), zlib.crc32(body)) + body
     if len(out) > SLOT:  # ids are at most 256 characters: about 3.5 KiB at worst
         raise LogCorrupt(f"a log head of {len(out)} bytes does not fit a {SLOT}-byte slot")
     return out
 
 
+def head_record_size(raw: bytes) -> int:
+    """The length of the head record ``raw`` starts with (``raw`` decoded as one)."""
+    return (
+        len(HEAD_MAGIC) + _HEAD_FIXED.size + int(_HEAD_FIXED.unpack_from(raw, len(HEAD_MAGIC))[0])
+    )
+
+
 def decode_head_record(raw: bytes) -> dict[str, Any] | None:
-    """The head in one slot, or None when the slot is empty, torn or damaged."""
+    """The head in one slot, or None when the slot is empty, torn or damaged. A function
+    of the record's bytes alone (magic, size, crc and body), not of what follows them."""
     fixed = len(HEAD_MAGIC) + _HEAD_FIXED.size
     if len(raw) < fixed or not raw.startswith(HEAD_MAGIC):
         return None

@@ -1,21 +1,13 @@
-"""The session log on local disk: the blocking core (each call runs in a worker thread).
+"""The session log on local disk: the blocking core (each call runs in a worker thread,
+or, for an acquire that cannot wait, on the caller's).
 
-Per session, in ``<root>/.sessionlog/<user>/<session>/``:
-
-    head                     two 4 KiB slots, written alternately in place (checksummed,
-                             with a write counter: the valid slot with the higher counter is
-                             the head); also the session's flock file
-    c<first seq>             one commit: header (first, last, batch_id, digest) + batch bytes
-    b<sha256(batch_id)>      a hard link to that commit file (the idempotency index)
-    s<sha256(owner)>         a sealed owner (empty)
-
-A commit, under the exclusive flock: read the head, ``plan_commit``, create ``c<first>``
-(``O_EXCL``; an orphan a killed writer left there is removed first), write + fsync it, link
-``b<hash>`` to it (and create ``s<hash>`` for ``finish=True``), fsync the directory: the
-commit is durable; then write the new head into the other slot + fdatasync: the commit
-point. Three syncs per commit, no temp file, no rename. A crash before the head write leaves an orphan
-(beyond the head's seq: never read, replaced by the next commit); a torn head slot fails its
-checksum and the other slot, the previous head, is the head.
+Per session, in ``<root>/.sessionlog/<user>/<session>/``, the ``head`` file holds two 4 KiB
+slots, written alternately in place (checksummed, with a write counter: the valid slot with
+the higher counter is the head), and is the session's flock file. This module reads and
+writes the head and decides every operation (``hookagent.sessionlog.rules``); a session's
+commits are stored in one of two formats, told apart by its head: format 2 (``logsegment``:
+records appended to ``head`` itself, one fdatasync a commit; every session created since)
+or format 1 (``logformat1``: one file a commit, three syncs; sessions made before).
 
 Leases are not synced. ``acquire``, ``renew`` and ``release`` write the head slot without
 an fdatasync (a run's load, its heartbeat, a failed run's end): the log is on this host's
@@ -29,11 +21,9 @@ writes (its lease included). Seals stay synced (a sealed owner must never acquir
 
 from __future__ import annotations
 
-import bisect
 import fcntl
 import os
 import secrets
-import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,19 +35,16 @@ from hookagent.sessionlog.batch import Row, decode_batch, rows_after
 from hookagent.sessionlog.rules import check_holds, plan_acquire, plan_commit
 from hookagent.store.ids import slot_name
 
+from . import logformat1 as f1
 from . import logsegment as seg
 from . import posixio as io
 from .logfiles import (
     SLOT,
-    batch_name,
-    commit_first,
-    commit_name,
-    decode_commit_file,
     decode_head_record,
-    encode_commit_file,
     encode_head_record,
     head_doc,
     head_of,
+    head_record_size,
     seal_name,
 )
 from .logtree import LogTree, Session
@@ -95,14 +82,12 @@ class LocalLogCore(LogTree):
 
     def _read(self, ses: Session, where: str) -> Doc | None:
         raw = os.pread(ses.hd, 2 * SLOT, 0)  # (a regular file reads short only at its end)
-        if not raw.strip(b"\x00"):
-            return None  # never written (or only a first write torn before any byte landed)
-        docs = [d for d in (decode_head_record(raw[:SLOT]), decode_head_record(raw[SLOT:])) if d]
-        if not docs:
+        docs = [d for d in (_slot(ses, raw, 0), _slot(ses, raw, 1)) if d]
+        if not docs:  # (never written, or its first write torn before any byte landed: zeros)
             if not raw[:SLOT].strip(b"\x00"):  # slot 0 never written: the only write was
                 return None  # the first acquire, torn by a power loss (no commit depends on it)
             raise LogCorrupt(f"{where}: the head file is damaged (no slot passes its checksum)")
-        doc = max(docs, key=lambda d: int(d["n"]))
+        doc = docs[0] if len(docs) == 1 or docs[0]["n"] > docs[1]["n"] else docs[1]
         if seg.is_v2(doc) and (ses.seen is None or ses.torn == _key(doc)):
             if seg.last_is_whole(ses, doc, where):
                 ses.torn = None
@@ -156,7 +141,10 @@ class LocalLogCore(LogTree):
         elif seg.is_v2(doc):
             stored.update({k: doc[k] for k in ("fmt", "end", "lo")})
         record = encode_head_record(stored)
-        io.write_all(ses.hd, record, ((counter + 1) % 2) * SLOT)
+        slot = (counter + 1) % 2
+        ses.slots[slot] = None  # (until the write is whole: a failed one may be torn)
+        io.write_all(ses.hd, record, slot * SLOT)
+        ses.slots[slot] = (record, stored)
         if durable:
             _datasync(self.dur, ses.hd, "the session log head")
         ses.seen = (life, counter + 1)
@@ -261,22 +249,13 @@ class LocalLogCore(LogTree):
 
         def step(ses: Session) -> None:
             doc = self._read(ses, where)
-            if self._mark_sealed(ses, owner):
+            if f1.mark_sealed(ses, owner):
                 self.dur.fsync(ses.sd, "the session log directory (seal)")
             head = head_of(doc)
             if head.owner == owner:  # (the marker is durable first: never unsealed by a crash)
                 self._write(ses, doc, attrs.evolve(head, owner=None, lease_until=0.0))
 
         self.locked(user_id, session_id, step, create=True, exclusive=True, absent=_never)
-
-    def _mark_sealed(self, ses: Session, owner: str) -> bool:
-        """Create the owner's seal marker; True if it is new (its entry not yet durable)."""
-        try:
-            fd = os.open(seal_name(owner), io.NEW_FLAGS, 0o600, dir_fd=ses.sd)
-        except FileExistsError:
-            return False
-        os.close(fd)
-        return True
 
     def _sealed(self, ses: Session, doc: Doc | None, owner: str, where: str) -> bool:
         """A seal marker (``seal``), or in format 2 a finished run's record naming it."""
@@ -336,28 +315,14 @@ class LocalLogCore(LogTree):
             doc = self._read(ses, where)
             if seg.is_v2(doc):
                 return step2(ses, doc)  # type: ignore[arg-type]
-            head = head_of(doc)
-            plan = decide(head, self._prior(ses, batch_id, where))
+            plan = decide(head_of(doc), f1.prior(ses, batch_id, where))
             if plan.result is not None:
                 return plan.result  # type: ignore[no-any-return]
-            name = commit_name(plan.first_seq)
-            body = encode_commit_file(plan.first_seq, plan.last_seq, batch_id, digest, data)
-            self._put_commit(ses, name, body)
-            link = batch_name(batch_id)
-            try:
-                os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
-            except FileExistsError:  # a stale link (``_prior`` did not trust it): replace it
-                os.unlink(link, dir_fd=ses.sd)
-                os.link(name, link, src_dir_fd=ses.sd, dst_dir_fd=ses.sd, follow_symlinks=False)
-            if plan.seal is not None:
-                self._mark_sealed(ses, plan.seal)
-            self.dur.fsync(ses.sd, "the session log directory (commit)")  # the commit durable
+            f1.write_commit(
+                self.dur, ses, plan.first_seq, plan.last_seq, batch_id, digest, data, plan.seal
+            )  # the commit durable
             self._write(ses, doc, plan.head, plan.first_seq)  # the commit point
-            starts = None if doc is None else _indexed(ses, doc)  # (current before it)
-            if starts is not None and (not starts or starts[-1] < plan.first_seq):
-                starts.append(plan.first_seq)
-            elif starts is None:
-                ses.index = None  # stale: the next read lists the names again
+            f1.noted(ses, doc, plan.first_seq)
             return CommitResult(plan.first_seq, plan.last_seq, plan.head)
 
         def absent() -> CommitResult:
@@ -367,51 +332,6 @@ class LocalLogCore(LogTree):
         return self.locked(
             writer.user_id, writer.session_id, step, create=False, exclusive=True, absent=absent
         )
-
-    def _put_commit(self, ses: Session, name: str, body: bytes) -> None:
-        """Write ``name`` whole and fsync it, replacing an orphan a killed writer left."""
-        try:
-            fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=ses.sd)
-        except FileExistsError:  # an orphan (beyond the head): drop it and its index link
-            self._drop_orphan(ses, name)
-            fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=ses.sd)
-        try:
-            try:
-                io.write_all(fd, body)
-                self.dur.fsync(fd, "a session log commit")
-            finally:
-                os.close(fd)
-        except BaseException:
-            io.unlink_quiet(ses.sd, name)  # (never reached by the head: not a loss)
-            raise
-
-    def _drop_orphan(self, ses: Session, name: str) -> None:
-        raw = _read_whole(ses.sd, name)
-        if raw is not None:
-            try:
-                meta, _ = decode_commit_file(raw, "", name)
-            except LogCorrupt:
-                pass  # a torn orphan: no link to it is trusted anyway (``_prior`` checks)
-            else:
-                link = batch_name(meta["b"])
-                if _same_file(ses.sd, link, name):
-                    io.unlink_quiet(ses.sd, link)
-        io.unlink_quiet(ses.sd, name)
-
-    def _prior(self, ses: Session, batch_id: str, where: str) -> tuple[int, int, str] | None:
-        """(first, last, digest) of the commit stored under ``batch_id``: its index link,
-        trusted only while it is the commit file at its seq (an orphan's link is not)."""
-        link = batch_name(batch_id)
-        raw = _read_whole(ses.sd, link)
-        if raw is None:
-            return None
-        try:
-            meta, _ = decode_commit_file(raw, where, link)
-        except LogCorrupt:  # an orphan torn by a power loss (a reached commit was fsynced;
-            return None  # were it damaged, reading it fails closed)
-        if meta["b"] != batch_id or not _same_file(ses.sd, link, commit_name(meta["f"])):
-            return None
-        return int(meta["f"]), int(meta["l"]), str(meta["d"])
 
     # ------------------------------------------------------------------ reads
 
@@ -425,36 +345,7 @@ class LocalLogCore(LogTree):
             head = 0 if doc is None else int(doc["seq"])
             if doc is None or head <= seq:
                 return []
-            if seg.is_v2(doc):
-                return _events(seg.commits(ses, doc, seq, where), seq, head, limit, where)
-            starts = self._starts(ses, doc)
-            i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
-            out: list[LogEvent] = []
-            expect = seq + 1  # the commit holding it, unless the seqs before it are missing
-            if i < len(starts) and starts[i] <= expect:
-                expect = starts[i]
-            for first in starts[i:]:
-                if first > head:
-                    break  # an orphan: never read
-                if first != expect:
-                    raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
-                name = commit_name(first)
-                raw = _read_whole(ses.sd, name)
-                if raw is None:
-                    raise LogCorrupt(f"{where}: commit file {name} (seq {first}) is missing")
-                meta, data = decode_commit_file(raw, where, name)
-                if meta["f"] != first:
-                    raise LogCorrupt(f"{where}: commit file {name} holds seq {meta['f']}")
-                expect = int(meta["l"]) + 1
-                for e in decode_batch(data, first, where=where):
-                    if seq < e.seq <= head:
-                        out.append(e)
-                        if limit is not None and len(out) >= limit:
-                            return out
-            short = limit is None or len(out) < limit
-            if short and head > seq and (not out or out[-1].seq != head):
-                raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
-            return out
+            return _events(_commits(ses, doc, seq, head, where), seq, head, limit, where)
 
         return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
 
@@ -467,36 +358,9 @@ class LocalLogCore(LogTree):
             head = 0 if doc is None else int(doc["seq"])
             if doc is None or head <= seq:
                 return []
-            if seg.is_v2(doc):
-                return rows_after(seg.commits(ses, doc, seq, where), seq, head, where=where)
-            starts = self._starts(ses, doc)
-            i = max(0, bisect.bisect_right(starts, seq + 1) - 1)
-            commits: list[tuple[int, int, bytes]] = []
-            for first in starts[i:]:
-                if first > head:
-                    break  # an orphan: never read
-                name = commit_name(first)
-                raw = _read_whole(ses.sd, name)
-                if raw is None:
-                    raise LogCorrupt(f"{where}: commit file {name} (seq {first}) is missing")
-                meta, data = decode_commit_file(raw, where, name)
-                if meta["f"] != first:
-                    raise LogCorrupt(f"{where}: commit file {name} holds seq {meta['f']}")
-                commits.append((first, int(meta["l"]), data))
-            return rows_after(commits, seq, head, where=where)
+            return rows_after(_commits(ses, doc, seq, head, where), seq, head, where=where)
 
         return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
-
-    def _starts(self, ses: Session, doc: Doc) -> list[int]:
-        """The sorted first seqs of the session's commit files. Kept per session and
-        incarnation; listed again only when the head's last commit is not in it (another
-        process committed since): names only, no commit is read to find a seq."""
-        known = _indexed(ses, doc)
-        if known is not None:
-            return known
-        found = sorted(f for n in os.listdir(ses.sd) if (f := commit_first(n)) is not None)
-        ses.index = (str(doc["life"]), found)
-        return found
 
     def has_log(self, user_id: str, session_id: str) -> bool:
         """Whether the session's head has a commit (for listing)."""
@@ -555,20 +419,31 @@ def _events(
     return out
 
 
+def _commits(
+    ses: Session, doc: Doc, seq: int, head: int, where: str
+) -> Iterable[tuple[int, int, bytes]]:
+    """The session's commits from the one holding ``seq + 1``, in its format."""
+    if seg.is_v2(doc):
+        return seg.commits(ses, doc, seq, where)
+    return f1.commits(ses, doc, seq, head, where)
+
+
+def _slot(ses: Session, raw: bytes, i: int) -> Doc | None:
+    """The head in slot ``i`` of the head file's bytes ``raw``. A head record is decoded
+    once: a slot that still starts with the bytes this handle last decoded or wrote there
+    is the same record, so the same head (``decode_head_record`` reads nothing past the
+    record); its crc and fields were checked when it was decoded or built."""
+    known = ses.slots[i]
+    if known is not None and raw.startswith(known[0], i * SLOT):
+        return known[1]  # type: ignore[no-any-return]
+    part = raw[i * SLOT : (i + 1) * SLOT]
+    doc = decode_head_record(part)
+    ses.slots[i] = None if doc is None else (part[: head_record_size(part)], doc)
+    return doc
+
+
 def _key(doc: Doc) -> tuple[Any, ...]:
     return (doc["life"], doc["n"], doc["lo"], doc["end"])
-
-
-def _indexed(ses: Session, doc: Doc) -> list[int] | None:
-    """The session's index if it is current for ``doc``: the same incarnation, and the
-    head's last commit is in it. Every commit after the listing it came from starts after
-    it (an orphan listed then is where the next commit starts), so if the last one is in
-    it, all are."""
-    if ses.index is None or ses.index[0] != doc["life"]:
-        return None
-    starts, last = ses.index[1], int(doc["lf"])
-    k = bisect.bisect_left(starts, last)
-    return starts if not last or (k < len(starts) and starts[k] == last) else None
 
 
 def _never() -> NoReturn:
@@ -581,16 +456,3 @@ def _exists(dir_fd: int, name: str) -> bool:
     except FileNotFoundError:
         return False
     return True
-
-
-def _same_file(dir_fd: int, a: str, b: str) -> bool:
-    try:
-        sa = os.stat(a, dir_fd=dir_fd, follow_symlinks=False)
-        sb = os.stat(b, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return stat.S_ISREG(sa.st_mode) and (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
-def _read_whole(dir_fd: int, name: str) -> bytes | None:
-    return io.read_file(dir_fd, name)

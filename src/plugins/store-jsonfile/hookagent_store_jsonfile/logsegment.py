@@ -42,18 +42,18 @@ from typing import Any
 
 import attrs
 import orjson
-from hookagent.codec import dumps
 from hookagent.errors import LogCorrupt
 
 from . import posixio as io
-from .logfiles import COMMIT_MAGIC, SLOT, decode_commit_file
+from .logfiles import COMMIT_MAGIC, SLOT, decode_commit_file, flat_json
 from .logtree import Session
 
 FORMAT = 2
 START = 2 * SLOT
 """Where the first record of a format-2 session starts (after the two head slots)."""
 _FIXED = struct.Struct(">III")
-_PREFIX = len(COMMIT_MAGIC) + _FIXED.size
+_MAGIC = len(COMMIT_MAGIC)
+_PREFIX = _MAGIC + _FIXED.size
 Doc = dict[str, Any]
 
 
@@ -73,7 +73,7 @@ def encode_record(
     meta: Doc = {"f": first, "l": last, "b": batch_id, "d": digest}
     if seal is not None:
         meta["s"] = seal
-    head = dumps(meta, what="log commit header")
+    head = flat_json(meta)
     body = head + data
     return COMMIT_MAGIC + _FIXED.pack(len(head), len(data), zlib.crc32(body)) + body
 
@@ -95,51 +95,67 @@ class Index:
 def index(ses: Session, doc: Doc, where: str) -> Index:
     """The session's index, brought to the head's ``end`` (reading only records it lacks).
     A record under ``end`` that is cut short or has a bad header is ``LogCorrupt``."""
+    return _extend(ses, doc, where)[0]
+
+
+def _extend(ses: Session, doc: Doc, where: str) -> tuple[Index, int, bytes | None]:
+    """``index``, and the bytes it read to extend it (from byte ``base``; None: nothing
+    new), which a read that follows uses instead of reading them again."""
     end = int(doc["end"])
     idx: Index | None = ses.seg
     if idx is None or idx.life != doc["life"] or idx.end > end:
         idx = Index(str(doc["life"]))  # new incarnation, or a head that went back: rescan
-    if idx.end < end:
-        buf = io.pread_exact(ses.hd, end - idx.end, idx.end)
-        if len(buf) != end - idx.end:
+    base, buf = idx.end, None
+    if base < end:
+        buf = io.pread_exact(ses.hd, end - base, base)
+        if len(buf) != end - base:
             raise LogCorrupt(f"{where}: the log file is cut short (its head ends at {end})")
-        at = 0
-        while at < len(buf):
-            off = idx.end + at
+        starts, offsets, lasts = idx.starts, idx.offsets, idx.lasts
+        batches, sealed = idx.batches, idx.sealed
+        prev = starts[-1] if starts else 0
+        at, size_of = 0, len(buf)
+        while at < size_of:
+            off = base + at
             size, meta = _header(buf, at, where, off)
-            first = int(meta["f"])
-            if idx.starts and first <= idx.starts[-1]:
+            first, last = meta["f"], meta["l"]
+            if first <= prev:
                 raise LogCorrupt(f"{where}: the record at byte {off} goes back to seq {first}")
-            idx.starts.append(first)
-            idx.offsets.append(off)
-            idx.lasts.append(int(meta["l"]))
-            idx.batches[str(meta["b"])] = (first, int(meta["l"]), str(meta["d"]), off)
-            if isinstance(meta.get("s"), str):
-                idx.sealed.add(meta["s"])
+            starts.append(first)
+            offsets.append(off)
+            lasts.append(last)
+            batches[meta["b"]] = (first, last, meta["d"], off)
+            seal = meta.get("s")
+            if type(seal) is str:
+                sealed.add(seal)
+            prev = first
             at += size
         idx.end = end
     ses.seg = idx
-    return idx
+    return idx, base, buf
 
 
 def _header(buf: bytes, at: int, where: str, off: int) -> tuple[int, Doc]:
     """(record size, header) of the record at ``buf[at:]``; the crc is checked on read."""
-    if buf[at : at + len(COMMIT_MAGIC)] != COMMIT_MAGIC or len(buf) - at < _PREFIX:
+    if not buf.startswith(COMMIT_MAGIC, at) or len(buf) - at < _PREFIX:
         raise LogCorrupt(f"{where}: the record at byte {off} is not a commit")
-    meta_len, data_len, _ = _FIXED.unpack_from(buf, at + len(COMMIT_MAGIC))
+    meta_len, data_len, _ = _FIXED.unpack_from(buf, at + _MAGIC)
     size = _PREFIX + meta_len + data_len
     if at + size > len(buf):
         raise LogCorrupt(f"{where}: the record at byte {off} runs past the head's end")
     try:  # a flat object of four or five scalars: no depth walk needed (orjson caps nesting)
-        meta = orjson.loads(buf[at + _PREFIX : at + _PREFIX + meta_len])
+        meta = orjson.loads(memoryview(buf)[at + _PREFIX : at + _PREFIX + meta_len])
     except orjson.JSONDecodeError:
         meta = None
+    if type(meta) is not dict:
+        raise LogCorrupt(f"{where}: the record at byte {off} has a malformed header")
+    first, last = meta.get("f"), meta.get("l")
     if (
-        not isinstance(meta, dict)
-        or not all(type(meta.get(k)) is int and meta[k] >= 1 for k in ("f", "l"))
-        or meta["l"] < meta["f"]
-        or not isinstance(meta.get("b"), str)
-        or not isinstance(meta.get("d"), str)
+        type(first) is not int
+        or type(last) is not int
+        or first < 1
+        or last < first
+        or type(meta.get("b")) is not str
+        or type(meta.get("d")) is not str
     ):
         raise LogCorrupt(f"{where}: the record at byte {off} has a malformed header")
     return size, meta
@@ -167,27 +183,39 @@ def commits(
     ses: Session, doc: Doc, seq: int, where: str, chunk: int = 256
 ) -> Iterator[tuple[int, int, bytes]]:
     """(first, last, batch bytes) of the committed records from the one holding ``seq + 1``
-    to the head's ``end``, each crc-checked, read ``chunk`` records per pread."""
-    idx = index(ses, doc, where)
+    to the head's ``end``, each crc-checked, read ``chunk`` records per pread (or, for the
+    records the index has just read, from those same bytes: a cold read reads once)."""
+    idx, base, fresh = _extend(ses, doc, where)
     i = max(0, bisect.bisect_right(idx.starts, seq + 1) - 1)
     bounds = [*idx.offsets[i:], idx.end]
+    if fresh is not None and bounds[0] >= base:
+        yield from _checked(idx, i, bounds, fresh, base, where)
+        return
     for a in range(0, len(bounds) - 1, chunk):
         part = bounds[a : a + chunk + 1]
         begin = part[0]
         buf = io.pread_exact(ses.hd, part[-1] - begin, begin)
         if len(buf) != part[-1] - begin:
             raise LogCorrupt(f"{where}: the log file is cut short (its head ends at {idx.end})")
-        for k in range(len(part) - 1):
-            at, stop = part[k] - begin, part[k + 1] - begin
-            # its header was read into the index from these very bytes (nothing under the
-            # head's end is ever rewritten in one incarnation): the crc of the whole is
-            # what is checked here
-            meta_len, data_len, crc = _FIXED.unpack_from(buf, at + len(COMMIT_MAGIC))
-            body = memoryview(buf)[at + _PREFIX : stop]
-            if _PREFIX + meta_len + data_len != stop - at or zlib.crc32(body) != crc:
-                raise LogCorrupt(f"{where}: the record at byte {part[k]} is damaged (crc)")
-            j = i + a + k
-            yield idx.starts[j], idx.lasts[j], bytes(body[meta_len:])
+        yield from _checked(idx, i + a, part, buf, begin, where)
+
+
+def _checked(
+    idx: Index, i: int, part: list[int], buf: bytes, begin: int, where: str
+) -> Iterator[tuple[int, int, bytes]]:
+    """The records ``i``.. bounded by ``part`` (file offsets) in ``buf`` (read from byte
+    ``begin``), crc-checked. Their headers were read into the index from these very bytes
+    (nothing under the head's end is ever rewritten in one incarnation): the crc of the
+    whole is what is checked here."""
+    view, unpack, crc32 = memoryview(buf), _FIXED.unpack_from, zlib.crc32
+    starts, lasts = idx.starts, idx.lasts
+    for k in range(len(part) - 1):
+        at, stop = part[k] - begin, part[k + 1] - begin
+        meta_len, data_len, crc = unpack(buf, at + _MAGIC)
+        body = view[at + _PREFIX : stop]
+        if _PREFIX + meta_len + data_len != stop - at or crc32(body) != crc:
+            raise LogCorrupt(f"{where}: the record at byte {part[k]} is damaged (crc)")
+        yield starts[i + k], lasts[i + k], bytes(body[meta_len:])
 
 
 def record_end(idx: Index, off: int) -> int:

@@ -47,10 +47,14 @@ class Session:
         self.index: tuple[str, list[int]] | None = None
         """(life, sorted first seqs of the commit files seen): see ``loglocal._starts``."""
         self.seg: Any = None
+        """Format 2: this handle's index of the records (``logsegment.Index``)."""
         self.torn: tuple[Any, ...] | None = None
         """Format 2: the head slot whose last record this handle found torn (a power loss:
         the other slot is the head until a commit writes over it)."""
-        """Format 2: this handle's index of the records (``logsegment.Index``)."""
+        self.slots: list[tuple[bytes, Any] | None] = [None, None]
+        """Per head slot, the record bytes this handle last decoded or wrote there and their
+        head: a slot still starting with those bytes is that head, not decoded again
+        (``loglocal._slot``)."""
         self.seen: tuple[str, int] | None = None
         """(life, write counter) of the newest head this handle read or wrote: a head that
         reads older in the same life is a damaged slot, not a tear (``loglocal._read``)."""

@@ -1,8 +1,8 @@
 """The session log on files (``hookagent.sessionlog.SessionLog``): the async faces and the
 URL factory the plugin registers through ``hookagent_register_session_logs``.
 
-``JsonFileSessionLog`` serves local disk (``loglocal``: flock, in-place head, three fsyncs
-per commit), ``FsspecJsonFileSessionLog`` fsspec filesystems (``logremote``: one head object
+``JsonFileSessionLog`` serves local disk (``loglocal``: flock, in-place head, one fdatasync
+per commit in format 2), ``FsspecJsonFileSessionLog`` fsspec filesystems (``logremote``: one head object
 per version, created exclusively). Arguments are checked here with the kernel's rules
 before any thread hop; the decisions are ``hookagent.sessionlog.rules``'; OS errors become
 the store's typed errors (``StorageFull``, ``StorageDurabilityError``, ``StoreUnavailable``).
@@ -77,9 +77,7 @@ class _Face:
     async def acquire(
         self, user_id: str, session_id: str, owner: str, lease_seconds: float
     ) -> LogWriter:
-        check_session(user_id, session_id)
-        check_owner(owner)
-        lease = check_lease(lease_seconds)
+        lease = _acquire_args(user_id, session_id, owner, lease_seconds)
         w: LogWriter = await self._run(self._core.acquire, user_id, session_id, owner, lease)
         return w
 
@@ -209,9 +207,7 @@ class JsonFileSessionLog(_Face):
         self, user_id: str, session_id: str, owner: str, lease_seconds: float
     ) -> LogWriter:
         """On a cached session whose lock is free, without a thread hop (``acquire_now``)."""
-        check_session(user_id, session_id)
-        check_owner(owner)
-        lease = check_lease(lease_seconds)
+        lease = _acquire_args(user_id, session_id, owner, lease_seconds)
         core = self._core
         now: LogWriter | None = core.call(
             _mapped, core.acquire_now, user_id, session_id, owner, lease
@@ -224,6 +220,13 @@ class JsonFileSessionLog(_Face):
     async def aclose(self) -> None:
         """Release the open fds; a later call opens them again."""
         self._core.close()
+
+
+def _acquire_args(user_id: object, session_id: object, owner: object, lease: object) -> float:
+    """``acquire``'s argument checks (both faces, both paths): the lease in seconds."""
+    check_session(user_id, session_id)
+    check_owner(owner)
+    return check_lease(lease)
 
 
 def _mapped(func: Callable[..., Any], *args: Any) -> Any:

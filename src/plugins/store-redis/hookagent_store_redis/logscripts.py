@@ -204,34 +204,6 @@ return out
 """
 )
 
-# READ's commits as one bulk string (a cold read's 4,000 commits were 12,000 reply items):
-# KEYS and ARGV as READ's -> {'OK', head (6), n, frames} | {'CORRUPT'}; frames: per commit
-# "<first> <record length> <bytes length>\n<record><bytes>", a length -1 when missing.
-READ_FRAMED = Script(
-    _COMMON
-    + """
-local h = read_head(KEYS[1])
-if not h then return {'CORRUPT'} end
-local after = tonumber(ARGV[1])
-if after >= h[1] then return {'OK', h[1], h[2], h[3], h[4], h[5], h[6], 0, ''} end
-local lo = redis.call('ZREVRANGEBYSCORE', KEYS[2], after + 1, '-inf', 'LIMIT', 0, 1)[1]
-local firsts = redis.call('ZRANGEBYSCORE', KEYS[2], lo or '-inf', h[1], 'LIMIT', 0, ARGV[2])
-local parts, i = {}, 1
-while i <= #firsts do  -- chunked: unpack is bounded by Lua's stack
-  local j = math.min(i + 999, #firsts)
-  local recs = redis.call('HMGET', KEYS[4], unpack(firsts, i, j))
-  local blobs = redis.call('HMGET', KEYS[3], unpack(firsts, i, j))
-  for x = 1, j - i + 1 do
-    local r, b = recs[x], blobs[x]
-    parts[#parts + 1] = firsts[i + x - 1] .. ' ' .. (r and #r or -1) .. ' ' .. (b and #b or -1)
-      .. '\\n' .. (r or '') .. (b or '')
-  end
-  i = j + 1
-end
-return {'OK', h[1], h[2], h[3], h[4], h[5], h[6], #firsts, table.concat(parts)}
-"""
-)
-
 # KEYS: the six log keys [, index] ; ARGV: 1 index member -> how many keys existed
 DELETE = Script(
     """

@@ -10,6 +10,11 @@ the standard workload (bench/workload.md):
     the version check (HGET of the head's version) and a checked append (one EVALSHA:
     compare the version, RPUSH the 4 messages, bump it): two round trips, as the store's
     call makes (docs/stores/redis.md, "What a call costs", says why two)
+  * the floor of an EVENT_LOG W1 call (issue 21), the same client: the log's own acquire and
+    4 fenced commits as bare EVALSHAs of the log's scripts with the bytes a real W1 call
+    sent (captured from 3 calls of the bench's agent on the Redis log), interleaved with the
+    LEGACY floor above and with a W1 call of the kernel alone (the memory store, LEGACY and
+    EVENT_LOG): what ratio the floors allow once the kernel's cost is added
   * the store: one save appending 4 messages (1 EVALSHA), one warm load (1 EVALSHA), one
     cold load of the whole history (fresh store instance)
   * bytes held by the store's keys (MEMORY USAGE) against the raw encoded messages
@@ -26,15 +31,21 @@ import asyncio
 import re
 import statistics
 import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
+from typing import Any
 
 import orjson
 from hookagent import AgentState, Msg
 from hookagent.codec import encode_msg
 from hookagent.messages import ToolUseBlock
 from hookagent_store_redis import connect
+from hookagent_store_redis import logscripts as ls
 from hookagent_store_redis.testing import delete_prefix
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def call_messages(i: int) -> list[Msg]:
@@ -64,6 +75,74 @@ async def timed(fn, n: int, label: str = "") -> float:  # type: ignore[no-untype
     if label:
         CPU[label] = statistics.median(cpu) * 1000
     return statistics.median(samples) * 1000
+
+
+async def captured_w1(url: str, prefix: str) -> list[tuple[str, list[str], list[Any]]]:
+    """The log scripts (name, keys, args) of a warm W1 call on the Redis log: the bench's
+    agent makes 3 calls and the third one's acquire and commits are kept."""
+    from bench_agent import one_call
+    from session_log import config_for
+
+    config = config_for("log", f"{url}?prefix={prefix}-cap")
+    log = await (await config.kernel.store()).log()
+    names = {ls.ACQUIRE.sha: "acquire", ls.COMMIT.sha: "commit"}
+    sent: list[tuple[str, list[str], list[Any]]] = []
+    real = log._send  # type: ignore[attr-defined]
+
+    async def spy(script, keys, args, what, where, **kw):  # type: ignore[no-untyped-def]
+        if script.sha in names:
+            sent.append((names[script.sha], list(keys), list(args)))
+        return await real(script, keys, args, what, where, **kw)
+
+    log._send = spy  # type: ignore[attr-defined]
+    for i in range(1, 4):
+        sent.clear()
+        await one_call(config, "bench", "floor", i)
+    await delete_prefix(log.client, f"{prefix}-cap")  # type: ignore[attr-defined]
+    await config.aclose()
+    assert [s[0] for s in sent] == ["acquire"] + ["commit"] * 4, [s[0] for s in sent]
+    return sent
+
+
+def log_floor(r: Any, prefix: str, sent: list[tuple[str, list[str], list[Any]]]) -> Any:
+    """One W1 call's log operations, bare: EVALSHA of the log's acquire and 4 commits with
+    the captured bytes, on one session of its own (each call a new owner, as each W1 run
+    is; the last commit finishes and seals it, as the captured one did)."""
+    count = 0
+    (_, akeys, aargs), commits = sent[0], sent[1:]
+    base = akeys[0].rsplit(":log:", 1)[0]
+    keys = [k.replace(base, f"{prefix}:{{floor}}") for k in akeys]
+    ckeys = keys + [f"{prefix}:index"] * (len(commits[0][1]) - len(keys))
+
+    async def call() -> None:
+        nonlocal count
+        count += 1
+        owner = f"floor-run-{count}"
+        res = await r.evalsha(ls.ACQUIRE.sha, len(keys), *keys, aargs[0], owner, aargs[2])
+        epoch, seq = str(int(res[3])), int(res[2])
+        for i, (_, _, args) in enumerate(commits):
+            a = list(args)
+            a[1], a[2], a[3], a[4] = epoch, owner, f"fb{count}-{i}", seq
+            got = await r.evalsha(ls.COMMIT.sha, len(ckeys), *ckeys, *a)
+            if got[0] != b"OK":
+                raise RuntimeError(f"the floor's commit was refused: {got[0]!r}")
+            seq += int(a[6])
+
+    return call
+
+
+async def interleaved(fns: dict[str, Any], n: int) -> dict[str, tuple[float, float]]:
+    """Each function once per round, in turn: (median wall ms, median CPU ms) each."""
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(n):
+        for k, fn in fns.items():
+            c, t = time.process_time(), time.perf_counter()
+            await fn()
+            wall[k].append(time.perf_counter() - t)
+            cpu[k].append(time.process_time() - c)
+    med = statistics.median
+    return {k: (med(wall[k]) * 1000, med(cpu[k]) * 1000) for k in fns}
 
 
 async def main(url: str, n: int, calls: int) -> None:
@@ -98,6 +177,41 @@ async def main(url: str, n: int, calls: int) -> None:
         check_ms = await timed(check_only, n, "check")
         floor_ms = await timed(check_append, n, "floor")
 
+        from bench_agent import one_call
+        from session_log import config_for
+
+        sent = await captured_w1(url, prefix)
+        await r.script_load(ls.ACQUIRE.source)
+        await r.script_load(ls.COMMIT.source)
+        kernels = {
+            "legacy": config_for("legacy", "memory"),
+            "log": config_for("log", "memory://hab-floor"),
+        }
+        done = {m: 0 for m in kernels}
+
+        def kernel_call(mode: str) -> Any:
+            async def call() -> None:
+                done[mode] += 1
+                await one_call(kernels[mode], "bench", "floor", done[mode])
+
+            return call
+
+        for m in kernels:  # warm: the memory session at ~20 calls, as the W1 windows
+            for _ in range(20):
+                await kernel_call(m)()
+        got = await interleaved(
+            {
+                "legacy_floor": check_append,
+                "log_floor": log_floor(r, f"{prefix}:lf", sent),
+                "kernel_legacy": kernel_call("legacy"),
+                "kernel_log": kernel_call("log"),
+            },
+            n,
+        )
+        for config in kernels.values():
+            await config.aclose()
+        sizes = [len(a[-1]) for _, _, a in sent[1:]]
+
         await store.save_if_version("u", "s", state, 0)
         version = 1
 
@@ -131,6 +245,24 @@ async def main(url: str, n: int, calls: int) -> None:
         print(
             f"floor: check + checked append: {floor_ms:.3f} ms median (CPU {c['floor']:.3f}; "
             "2 round trips, no framework)"
+        )
+        (lw, lc), (ew, ec) = got["legacy_floor"], got["log_floor"]
+        (kw, kc), (kgw, kgc) = got["kernel_legacy"], got["kernel_log"]
+        print(
+            f"interleaved x{n}: LEGACY floor (HGET + checked append) {lw:.3f} ms "
+            f"(CPU {lc:.3f}); EVENT_LOG floor (acquire + 4 fenced commits, {sum(sizes)} B "
+            f"of commits {sizes}) {ew:.3f} ms (CPU {ec:.3f}): {ew / lw:.2f}x wall, "
+            f"{ec / lc:.2f}x CPU"
+        )
+        print(
+            f"  a W1 call of the kernel on the memory store: LEGACY {kw:.3f} ms (CPU {kc:.3f}),"
+            f" EVENT_LOG {kgw:.3f} ms (CPU {kgc:.3f})"
+        )
+        print(
+            "  what the floors allow, (kernel + EVENT_LOG floor) / (kernel + LEGACY floor): "
+            f"the kernel alone {(kw + ew) / (kw + lw):.2f}x wall, {(kc + ec) / (kc + lc):.2f}x "
+            f"CPU; with the recorder (memory EVENT_LOG call) {(kgw + ew) / (kw + lw):.2f}x "
+            f"wall, {(kgc + ec) / (kc + lc):.2f}x CPU (issue 21 asks <= 1.5x)"
         )
         print(f"store warm load (1 EVALSHA):  {load_ms:.3f} ms median (CPU {c['load']:.3f})")
         print(

@@ -253,6 +253,7 @@ async def test_round_trips_and_reads_in_proportion(log: RedisSessionLog) -> None
     w = await log.acquire("u", "s", "a", 60)
     for i in range(300):
         await log.commit(w, f"b{i}", i, [ev(str(i))])
+    assert len(await log.read_rows_after("u", "s", 299)) == 1  # every script cached
     sent: list[str] = []
     real = log.client.execute_command
 
@@ -260,6 +261,15 @@ async def test_round_trips_and_reads_in_proportion(log: RedisSessionLog) -> None
         sent.append(str(args[0]))
         return await real(*args, **kw)
 
+    wire = log._wire  # standalone and Sentinel: the log's scripts go on its held connections
+    if wire is not None:
+        wire_call = wire.call
+
+        async def wire_counting(buffers: list[bytes]) -> Any:
+            sent.append(buffers[1].split(b"\r\n")[1].decode())
+            return await wire_call(buffers)
+
+        wire.call = wire_counting  # type: ignore[method-assign]
     log.client.execute_command = counting
     try:
         await log.commit(w, "b300", 300, [ev("300")])
@@ -270,8 +280,13 @@ async def test_round_trips_and_reads_in_proportion(log: RedisSessionLog) -> None
         sent.clear()
         assert len(await log.read_after("u", "s", 291)) == 10
         assert sent == ["EVALSHA"]
+        sent.clear()
+        assert len(await log.read_rows_after("u", "s", 291)) == 10
+        assert sent == ["EVALSHA"]
     finally:
         del log.client.execute_command
+        if wire is not None:
+            del wire.call
     keys = log.layout.session("u", "s").log_keys()[:4]
     res = await ls.READ.run(log.client, keys, [291, -1])
     assert int(res[7]) == 10  # ten commits fetched of 301, not the whole log

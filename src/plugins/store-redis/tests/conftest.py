@@ -82,15 +82,24 @@ WORKERS = Path(__file__).with_name("workers.py")
 
 
 def _run_workers(mode: str, url: str, prefix: str, n: int, count: int) -> list[dict[str, Any]]:
-    """Run ``n`` worker processes of ``workers.py`` at once; their JSON results, in order."""
+    """Run ``n`` worker processes of ``workers.py`` at once (each waits, once started, until
+    all are: then "go"); their JSON results, in order."""
     procs = [
         subprocess.Popen(
             [sys.executable, str(WORKERS), mode, url, prefix, str(w), str(count)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         for w in range(n)
     ]
+    for p in procs:
+        assert p.stdout is not None
+        assert p.stdout.readline() == b"ready\n", p.stderr.read().decode() if p.stderr else ""
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
     out = []
     for p in procs:
         stdout, stderr = p.communicate(timeout=240)

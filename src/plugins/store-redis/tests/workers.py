@@ -160,5 +160,9 @@ MODES = {"cas": cas, "naive": naive, "gate": gated, "agent": agent_calls, "log":
 
 if __name__ == "__main__":
     mode, url, prefix, worker, n = sys.argv[1:6]
+    # Start together: a process's start (imports) can outlast another's whole run on a
+    # loaded machine, and then nothing contends. The parent answers "go" once all are ready.
+    print("ready", flush=True)
+    sys.stdin.readline()
     out = asyncio.run(MODES[mode](url, prefix, int(worker), int(n)))
     print(json.dumps(out))

@@ -90,8 +90,8 @@ class Projection:
         If any message does not decode, the rows are applied one by one instead, so the
         error is ``_apply``'s, naming the event."""
         rows = rows if type(rows) is list else list(rows)
-        at = self.seq
-        docs = [r[4].get("m") for r in rows if r[2] == _MESSAGE and r[0] > at]
+        at = start = self.seq
+        docs = [r[4].get("m") for r in rows if r[2] == _MESSAGE and r[0] > start]
         try:
             msgs = msgs_from_dicts(docs) if docs else []
         except Exception:  # row by row, below, says what and where
@@ -103,6 +103,8 @@ class Projection:
         try:
             for seq, _, kind, _, payload, required, _, turn in rows:
                 if seq <= at:
+                    if kind == _MESSAGE and seq > start:
+                        nxt()  # decoded but not applied: keep the messages with their rows
                     continue
                 if kind == _MESSAGE:
                     msg = nxt()

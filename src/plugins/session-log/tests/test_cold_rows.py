@@ -105,3 +105,17 @@ def test_a_damaged_message_fails_closed_naming_its_event() -> None:
     with pytest.raises(LogCorrupt, match=f"event {head + 1} "):
         p.apply_rows(rows)
     assert p.seq == head  # applied up to the damage, as one by one
+
+
+def test_rows_out_of_order_apply_as_one_by_one() -> None:
+    """A backend's rows arrive in seq order; if one did not, a row at or below the seq
+    reached is skipped (as ``apply`` skips it), and the messages after it stay with their
+    own rows."""
+    commits, head = _commits(_call(1) + _call(2))
+    rows = rows_after(commits, 0, head)
+    odd = [rows[0], rows[3], rows[1], rows[2], *rows[4:], rows[5]]  # seqs 1, 4, 2, 3, 5...
+    bulk, each = Projection("u", "s"), Projection("u", "s")
+    bulk.apply_rows(odd)
+    each._apply_each(odd)
+    assert _state(bulk) == _state(each)
+    assert [m.text for m in bulk.messages][:2] == ["", "a1"]  # seqs 2, 3 (u1, the use) skipped

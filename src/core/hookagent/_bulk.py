@@ -58,10 +58,17 @@ _ResultW = _twin(ToolResultBlock)
 
 
 def bulk_records(
-    items: Iterable[Any], check: Check, other: Callable[[Any, Check], Msg], limit: int
+    items: Iterable[Any],
+    check: Check,
+    other: Callable[[Any, Check], Msg],
+    limit: int,
+    *,
+    parsed: bool = False,
 ) -> list[Msg]:
     """Decode stored records one after the other (a cold load): parse one, build it, let
     its parse go. A parsed value that is not an array goes to ``other`` (format 1).
+    ``parsed``: the items are parsed already (the records a session log's commits hold,
+    parsed with their commit), so neither parsed nor size-checked here again.
 
     One ``orjson.loads`` per record costs about what one parse of a joined chunk does, and
     nothing has to prove where one record ends: no record can borrow its neighbour's bytes.
@@ -74,9 +81,12 @@ def bulk_records(
     user, assistant, system, tool = ROLES
     try:
         for raw in items:
-            if len(raw) > quarter and _size(raw) > limit:
-                raise ValueError("a record is over the size limit")
-            doc = _loads(raw)
+            if parsed:
+                doc = raw
+            else:
+                if len(raw) > quarter and _size(raw) > limit:
+                    raise ValueError("a record is over the size limit")
+                doc = _loads(raw)
             if type(doc) is not list:
                 append(other(doc, check))
                 continue

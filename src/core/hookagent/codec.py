@@ -132,6 +132,17 @@ def decode_msgs(items: Sequence[bytes | str]) -> list[Msg]:
         return [decode_msg(item) for item in items]  # InvalidState is a ValueError too
 
 
+def msgs_from_dicts(docs: Sequence[Any]) -> list[Msg]:
+    """``msg_from_dict`` of many parsed records at once (a session log's cold rebuild:
+    the records were parsed with their commits): the same values, and on any failure the
+    same error as ``msg_from_dict`` of the first bad one."""
+    try:
+        with gc_paused():
+            return bulk_records(docs, _check_free, fast_msg, MAX_MESSAGE_BYTES, parsed=True)
+    except (ValueError, TypeError, AttributeError, UnicodeEncodeError, Mismatch):
+        return [msg_from_dict(doc) for doc in docs]
+
+
 # --------------------------------------------------------------------------- state
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import orjson
 from hookagent import AgentState, Msg, ToolResultBlock, ToolUseBlock
-from hookagent.codec import msg_from_dict, state_from_dict
+from hookagent.codec import msg_from_dict, msgs_from_dicts, state_from_dict
 from hookagent.sessionlog import CHECKPOINT, LogEvent, Row
 from hookagent.state import History, TurnContext
 from hookagent.tools import error_result
@@ -31,6 +31,7 @@ from .errors import UnknownRequiredEvent
 NOT_RUN = "not run: the run stopped before this call started"
 _SKIPPED = frozenset(c.OPTIONAL - {c.RUN_FINISHED})
 """Known types a rebuild ignores (``run/finished`` is not: it completes a turn)."""
+_MESSAGE = c.MESSAGE
 
 
 @contextlib.contextmanager
@@ -82,15 +83,48 @@ class Projection:
     def apply_rows(self, rows: Iterable[Row]) -> None:
         """``apply`` for a backend's raw rows (``read_rows_after``): no envelope objects.
 
-        A cold load's bulk is messages and events a rebuild ignores: a message with no
-        open tool call to settle is structured and appended here, an ignored type skipped
-        here, everything else goes through ``_apply``."""
+        A cold load's bulk is messages and events a rebuild ignores: the messages are
+        structured first, all at once (``codec.msgs_from_dicts``: the bulk decoder a LEGACY
+        cold load uses), then appended in order (settling open tool calls as ``_apply``
+        does); an ignored type is skipped here, everything else goes through ``_apply``.
+        If any message does not decode, the rows are applied one by one instead, so the
+        error is ``_apply``'s, naming the event."""
+        rows = rows if type(rows) is list else list(rows)
+        at = start = self.seq
+        docs = [r[4].get("m") for r in rows if r[2] == _MESSAGE and r[0] > start]
+        try:
+            msgs = msgs_from_dicts(docs) if docs else []
+        except Exception:  # row by row, below, says what and where
+            msgs = None
+        if msgs is None or len(msgs) != len(docs):
+            self._apply_each(rows)
+            return
+        apply, skip, nxt = self._apply, _SKIPPED, iter(msgs).__next__
+        try:
+            for seq, _, kind, _, payload, required, _, turn in rows:
+                if seq <= at:
+                    if kind == _MESSAGE and seq > start:
+                        nxt()  # decoded but not applied: keep the messages with their rows
+                    continue
+                if kind == _MESSAGE:
+                    msg = nxt()
+                    if self.dispatched or self.results or self.suspended:
+                        self._settle(msg)
+                    self.messages.append(msg)
+                elif kind not in skip:
+                    apply(kind, payload, seq, required, turn)
+                at = seq
+        finally:
+            self.seq = at
+
+    def _apply_each(self, rows: list[Row]) -> None:
+        """``apply_rows`` row by row: a message structured where it is applied."""
         apply, at, skip = self._apply, self.seq, _SKIPPED
         try:
             for seq, _, kind, _, payload, required, _, turn in rows:
                 if seq <= at:
                     continue
-                if kind == c.MESSAGE and not (self.dispatched or self.results or self.suspended):
+                if kind == _MESSAGE and not (self.dispatched or self.results or self.suspended):
                     try:
                         doc = payload["m"]
                         msg = doc if type(doc) is Msg else msg_from_dict(doc)

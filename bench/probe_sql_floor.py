@@ -135,9 +135,13 @@ async def store_cycles(url: str, n: int, warm: int, most: int, trace: list[str] 
         for i in range(warm):
             await cycle(i)
         if trace is not None:
-            raw = store.data_engine.raw_connection()  # the pool's one connection (SQLite)
-            raw.driver_connection.set_trace_callback(trace.append)  # type: ignore[union-attr]
-            raw.close()
+            held = getattr(getattr(store._direct, "_batch", None), "held", None)
+            if held is not None and held._fairy is not None:  # the file thread's connection
+                held._fairy.driver_connection.set_trace_callback(trace.append)
+            else:  # the pool's one connection (SQLite), before the held one
+                raw = store.data_engine.raw_connection()
+                raw.driver_connection.set_trace_callback(trace.append)  # type: ignore[union-attr]
+                raw.close()
         for i in range(n):
             await cycle(warm + i)
     finally:

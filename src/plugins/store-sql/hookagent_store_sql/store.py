@@ -431,6 +431,11 @@ class SQLAgentStateStore:
         self._closed = True
         self._q = None
         self._cache.clear()
+        if isinstance(self._direct, SqliteDirect):
+            try:
+                await self._direct.aclose()
+            except StoreUnavailable:  # the file's thread is gone: the connection goes with it
+                pass
         await self._runner.aclose()
         if self._owns_engine:
             await self._engine.dispose()

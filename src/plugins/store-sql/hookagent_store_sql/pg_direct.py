@@ -13,6 +13,7 @@ pgbouncer in transaction mode).
 Each statement is one implicit transaction (autocommit), so it applies wholly or not at all:
 * load: ``UNION ALL`` of the head row and the message rows past ``start`` (one statement,
   one snapshot; no join and no sort: the rows come in index order and the store checks);
+  a cold load (nothing held) gets the head and the rows as two arrays in one row instead;
 * append: a writable CTE whose compare-and-set ``UPDATE`` (version, generation, count and the
   MD5 of the head this instance checked) gates the ``INSERT`` of the rows;
 * create: a writable CTE whose ``INSERT ... ON CONFLICT DO NOTHING`` of the slot gates the
@@ -107,6 +108,17 @@ FROM {slots} WHERE user_id = $1 AND slot_hash = $2
 UNION ALL
 SELECT seq, NULL, NULL, NULL, body FROM {messages}
 WHERE user_id = $1 AND slot_hash = $2 AND seq >= $3"""  # noqa: S608
+        # a cold load (this instance holds nothing of the slot): the head row and the
+        # message rows as two arrays in one row, so asyncpg builds one record and two lists
+        # in C instead of a record per message (the arrays follow one scan: the i-th seq is
+        # the i-th body's; the store checks the seqs as it checks rows)
+        self.cold_sql = f"""
+SELECT s.version, s.generation, s.message_count, s.head, m.seqs, m.bodies
+FROM {slots} s, LATERAL (
+    SELECT array_agg(seq) AS seqs, array_agg(body) AS bodies FROM {messages}
+    WHERE user_id = s.user_id AND slot_hash = s.slot_hash
+) m
+WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         rows = f"""INSERT INTO {messages}
         (user_id, slot_hash, seq, session_id, state_key, role, msg_id, body)"""
         self.append_sql = f"""
@@ -231,6 +243,12 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         sql = self.load_sql
         return await self.run(sql, lambda c: c.fetch(sql, user_id, h, start, *held))
 
+    async def load_cold(self, user_id: str, h: str) -> Any:
+        """(version, generation, count, head, seqs, bodies) of the whole slot, or None if
+        there is no slot; seqs and bodies are lists in the same order (None: no rows)."""
+        sql = self.cold_sql
+        return await self.run(sql, lambda c: c.fetchrow(sql, user_id, h))
+
     async def append(
         self,
         key: tuple[str, str, str, str],
@@ -275,6 +293,7 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
 
         async def run_all(c: asyncpg.Connection) -> None:
             await c.fetch(self.load_sql, "", "", 0, -1, -1)
+            await c.fetchrow(self.cold_sql, "", "")
             none: Columns = ([], [], [], [])
             await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, "", "", *none, "")
             await c.fetchrow(self.probe_sql, "", "", 0, "", datetime(2000, 1, 1))

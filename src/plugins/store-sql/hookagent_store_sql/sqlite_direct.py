@@ -99,16 +99,19 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
         return await self._runner.call(self._in_thread, fn)
 
     def _in_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        held = self._batch.held  # the thread's connection, shared with the group commit
         try:
-            fairy = self._engine.raw_connection()
+            conn = held.get(self._engine)
         except sqlite3.Error as exc:  # e.g. the file cannot be opened: typed like the rest
             raise wrap(exc, "connect") from exc
         try:
-            conn = fairy.driver_connection
-            assert conn is not None
             return fn(conn)
         finally:
-            fairy.close()
+            held.done()
+
+    async def aclose(self) -> None:
+        """Give the thread's connection back to the pool (before the engine is disposed)."""
+        await self._runner.call(self._batch.held.release)
 
     # ------------------------------------------------------------------ statements
 

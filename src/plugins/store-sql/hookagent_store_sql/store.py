@@ -247,6 +247,8 @@ class SQLAgentStateStore:
                     state = verify.decode_slot(head, messages, count, slot)
                     self._cache.put(slot, CachedSlot(version, generation, messages, count, head))
                     return Versioned(state, version)
+        if cached is None and isinstance(self._direct, PgDirect):
+            return await self._load_cold_pg(self._direct, slot, h)
         for _ in range(2):
             start = cached.length if cached is not None else 0
             held = (cached.version, cached.generation) if cached is not None else (-1, -1)
@@ -273,6 +275,24 @@ class SQLAgentStateStore:
             self._cache.put(slot, CachedSlot(version, generation, log, count, head))
             return Versioned(state, version)
         raise CorruptState(f"{slot_name(*slot)} changed shape while being read twice")
+
+    async def _load_cold_pg(
+        self, direct: PgDirect, slot: tuple[str, str, str], h: str
+    ) -> Versioned:
+        """PostgreSQL's cold load: the head and every row in one statement, the rows as two
+        arrays (``PgDirect.load_cold``), checked as the row read checks them."""
+        got: Any = await self._retry.read_with("load", lambda: direct.load_cold(slot[0], h))
+        self._cache.drop(slot)
+        if got is None:
+            return Versioned(None, 0)
+        version, generation, count, head, seqs, bodies = got
+        verify.check_counters(version, generation, count, slot)
+        if head is None:
+            raise CorruptState(f"{slot_name(*slot)}: the load sent no head")
+        messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)
+        state = verify.decode_slot(head, messages, count, slot)
+        self._cache.put(slot, CachedSlot(version, generation, messages, count, head))
+        return Versioned(state, version)
 
     async def _load_cold(self, direct: SqliteDirect, user_id: str, h: str) -> Any:
         """SQLite's overlapped cold load: (head, messages), (None, ()) if there is no slot,
@@ -411,6 +431,11 @@ class SQLAgentStateStore:
         self._closed = True
         self._q = None
         self._cache.clear()
+        if isinstance(self._direct, SqliteDirect):
+            try:
+                await self._direct.aclose()
+            except StoreUnavailable:  # the file's thread is gone: the connection goes with it
+                pass
         await self._runner.aclose()
         if self._owns_engine:
             await self._engine.dispose()

@@ -81,22 +81,31 @@ def decode_tail(rows: Sequence[Any], start: int, count: int, slot: Slot) -> list
     sorted; a gap or a row past the count is ``CorruptState`` (the count disagrees).
     """
     tail = rows[1:]
-    if len(tail) != count - start:
+    return decode_columns([r[0] for r in tail], [r[4] for r in tail], start, count, slot)
+
+
+def decode_columns(
+    seqs: Sequence[Any], bodies: Sequence[Any], start: int, count: int, slot: Slot
+) -> list[Msg]:
+    """``decode_tail`` of the rows given as columns (``seqs[i]`` is ``bodies[i]``'s seq),
+    same checks and errors: exactly ``start .. count-1``, in any order."""
+    if len(seqs) != count - start or len(bodies) != len(seqs):
         raise CorruptState(
-            f"{slot_name(*slot)} says {count} messages but holds {len(tail)} rows from "
+            f"{slot_name(*slot)} says {count} messages but holds {len(seqs)} rows from "
             f"seq {start} (rows {start}..{count - 1} are not all present, or rows past them are)"
         )
-    if not tail:
+    if not seqs:
         return []
     want = list(range(start, count))
-    if [r[0] for r in tail] != want:
-        tail = sorted(tail, key=itemgetter(0))
-        if [r[0] for r in tail] != want:
+    if list(seqs) != want:
+        pairs = sorted(zip(seqs, bodies, strict=True), key=itemgetter(0))
+        if [p[0] for p in pairs] != want:
             raise CorruptState(
                 f"{slot_name(*slot)} says {count} messages but rows "
                 f"{start}..{count - 1} are not all present"
             )
-    return decode_bodies([r[4] for r in tail], slot)
+        bodies = [p[1] for p in pairs]
+    return decode_bodies(bodies, slot)
 
 
 def decode_bodies(bodies: Sequence[Any], slot: Slot) -> list[Msg]:

@@ -17,7 +17,6 @@ from hookagent_store_sql import SQLAgentStateStore, slot_hash
 from hookagent_store_sql.sqlite_batch import GroupCommit
 from hookagent_store_sql.sqlite_cold import CHUNK
 from hookagent_store_sql.sqlite_direct import wrap
-from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 from sqlenv import fresh_store
 
@@ -51,10 +50,16 @@ async def test_queued_saves_share_commits_and_all_land(tmp_path: Path) -> None:
             states[i] = (await store.get_versioned("u", f"s{i}")).state
         commits: list[str] = []
 
-        def trace(dbapi_conn, record, proxy) -> None:
-            dbapi_conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else 0)
+        def trace(sql: str) -> None:
+            if sql == "COMMIT":
+                commits.append(sql)
 
-        event.listen(store.data_engine, "checkout", trace)
+        held = store._direct._batch.held  # the file thread's connection (the direct path's)
+
+        def traced(fn) -> None:
+            held.get(store.data_engine).set_trace_callback(fn)
+
+        await store._runner.call(traced, trace)
         try:
             gate = _hold_thread(store)
             for i, state in states.items():
@@ -62,7 +67,7 @@ async def test_queued_saves_share_commits_and_all_land(tmp_path: Path) -> None:
             saves = [store.save_if_version("u", f"s{i}", st, 1) for i, st in states.items()]
             results = await asyncio.gather(*saves, _release_soon(gate))
         finally:
-            event.remove(store.data_engine, "checkout", trace)
+            await store._runner.call(traced, None)
         assert results[:-1] == [2] * 30
         assert 1 <= len(commits) < 30  # batched: fewer commits than saves
         fresh = SQLAgentStateStore(str(store.engine.url), table_prefix=store.tables.names.prefix)

@@ -60,6 +60,10 @@ class Statements:
         self._patched = []
         if self._sqlite:
             event.listen(self._engine, "checkout", self._trace)
+            held = getattr(getattr(store._direct, "_batch", None), "held", None)
+            fairy = getattr(held, "_fairy", None)  # the connection the file's thread holds
+            if fairy is not None:
+                self._trace(fairy.driver_connection, None, None)
             return
         event.listen(self._engine, "before_cursor_execute", self._on)
         for name in ("fetch", "fetchrow"):

@@ -7,7 +7,6 @@ from typing import Any
 
 import orjson
 import pytest
-
 from hookagent import codec
 from hookagent._fasthead import fast_head_doc, fast_head_state
 from hookagent.errors import InvalidState, StateTooLarge

@@ -176,7 +176,8 @@ class Agent:
             raise AgentClosed(f"agent {self.agent_id!r} is shutting down; the call was not run")
         # a child only when this process derived the context from a running parent (the
         # parent's handle travels in the context); a claimed parent_run_id proves nothing
-        parent = ctx.get(AgentRun)
+        typed = ctx._typed  # put()/get() inlined: a fresh context has no typed attributes
+        parent = ctx.get(AgentRun) if typed else None
         is_child = (
             parent is not None
             and parent is not run
@@ -203,9 +204,9 @@ class Agent:
         registry = self.kernel.registry
         run.parent = parent if is_child else None
         registry.register(run, info)
-        ctx.put(AgentRun, run)
-        caller = ctx.get(Agent)  # a subagent's context carries its parent's agent
-        ctx.put(Agent, self)  # plugins reach the agent running the call: ctx.get(Agent)
+        caller = ctx.get(Agent) if typed else None  # a subagent's context: its parent's agent
+        typed[AgentRun] = run
+        typed[Agent] = self  # plugins reach the agent running the call: ctx.get(Agent)
         key = (user_id, session_id)
         try:
             with anyio.CancelScope() as scope:
@@ -238,8 +239,8 @@ class Agent:
         finally:
             run.scope = None
             registry.unregister(run)
-            ctx.put(AgentRun, parent)
-            ctx.put(Agent, caller)
+            typed[AgentRun] = parent
+            typed[Agent] = caller
 
     async def emit(self, run: AgentRun, kind: str, data: dict[str, Any]) -> None:
         """Record a run event on the run (and its parents) and hand it to the observers."""

@@ -83,7 +83,11 @@ class Execution:
     async def emit(self, kind: str, /, **data: Any) -> None:
         run = self.run
         if not self.observers and run.parent is None:  # nobody sees it now: made when read
-            run.record_raw(kind, data)
+            # run.record_raw(kind, data), inlined: ten a call
+            run._events.append((run.event_count, kind, data, time.time(), self.ctx.turn_id))
+            run.event_count += 1
+            if run._event_added is not None:
+                run._wake()
             return
         event = self.agent.record_event(run, kind, data)
         if self.observers:

@@ -120,6 +120,11 @@ class HookRelay:
 
     # ---- state
     async def state_loaded(self, state: AgentState, ctx: RuntimeContext) -> None:
+        if (
+            self._idle[0] == getattr(self.pm, "generation", None)
+            and "hookagent_state_loaded" in self._idle[1]
+        ):
+            return  # _reaches_nobody(), its cached answer read inline
         if self._reaches_nobody("hookagent_state_loaded"):
             return
         await self._await_none(
@@ -127,12 +132,22 @@ class HookRelay:
         )
 
     async def before_persist(self, state: AgentState, ctx: RuntimeContext, outcome: str) -> None:
+        if (
+            self._idle[0] == getattr(self.pm, "generation", None)
+            and "hookagent_before_persist" in self._idle[1]
+        ):
+            return  # _reaches_nobody(), its cached answer read inline
         if self._reaches_nobody("hookagent_before_persist"):
             return
         results = self._hook.hookagent_before_persist(state=state, ctx=ctx, outcome=outcome)
         await self._await_none("hookagent_before_persist", results)
 
     async def after_persist(self, state: AgentState, ctx: RuntimeContext, version: int) -> None:
+        if (
+            self._idle[0] == getattr(self.pm, "generation", None)
+            and "hookagent_after_persist" in self._idle[1]
+        ):
+            return  # _reaches_nobody(), its cached answer read inline
         if self._reaches_nobody("hookagent_after_persist"):
             return
         results = self._hook.hookagent_after_persist(state=state, ctx=ctx, version=version)
@@ -162,6 +177,11 @@ class HookRelay:
 
     # ---- the loop
     async def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> None:
+        if (
+            self._idle[0] == getattr(self.pm, "generation", None)
+            and "hookagent_build_model_request" in self._idle[1]
+        ):
+            return  # _reaches_nobody(), its cached answer read inline
         if self._reaches_nobody("hookagent_build_model_request"):
             return
         results = self._hook.hookagent_build_model_request(request=request, ctx=ctx)

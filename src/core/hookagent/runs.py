@@ -162,6 +162,8 @@ class AgentRun:
         self._reply: Msg | None = None
         self._error: BaseException | None = None
         self.rejected_by_shutdown = False
+        self.registry_key: tuple[str, str] | None = None
+        """Where the registry filed this run while it executes."""
 
     @property
     def run_id(self) -> str:
@@ -334,9 +336,17 @@ class AgentRunRegistry:
                 f"{info.user_id!r}"
             )
         run.info = info
+        run.registry_key = key
         entries.append(run)
 
     def unregister(self, run: AgentRun) -> None:
+        key = run.registry_key  # where register() filed it: no walk over every run
+        entries = self._runs.get(key) if key is not None else None
+        if entries is not None and run in entries:
+            entries.remove(run)
+            if not entries:
+                del self._runs[key]  # type: ignore[arg-type]  # not None: found above
+            return
         for key, entries in list(self._runs.items()):
             if run in entries:
                 entries.remove(run)

@@ -33,7 +33,6 @@ from .ids import (
     slot_name,
 )
 
-
 _NO_KEYS: dict[str, _Entry] = {}
 """An absent session's keys (read only)."""
 

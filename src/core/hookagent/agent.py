@@ -71,11 +71,13 @@ class Agent:
         self._closing = False
         self._idle: anyio.Event | None = None
         self._tg: Any = None
+        self._scope_type: Callable[[], anyio.CancelScope] = anyio.CancelScope
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Agent:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._scope_type = type(self._tg.cancel_scope)  # the backend's class: no lookup per run
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -209,7 +211,7 @@ class Agent:
         typed[Agent] = self  # plugins reach the agent running the call: ctx.get(Agent)
         key = (user_id, session_id)
         try:
-            with anyio.CancelScope() as scope:
+            with self._scope_type() as scope:
                 run.scope = scope
                 run.control.scope_type = type(scope)  # the backend's class: no lookup per step
                 if run.status == "cancelled":  # cancel() came before the scope existed

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
 
+from ._done import DONE
 from .context import _LOADING
 from .errors import AnswerError, Interrupted, InvalidMessage, TurnMismatch, UnknownInteraction
 from .messages import Msg, ToolResultBlock, new_id
@@ -80,18 +81,21 @@ class Execution:
         self.load_started_at = 0.0
         self.store_class = ""
 
-    async def emit(self, kind: str, /, **data: Any) -> None:
+    def emit(self, kind: str, /, **data: Any) -> Awaitable[None]:
+        """Record a run event; await what this returns (``DONE`` when nobody observes: no
+        coroutine for the ten events of a call that nobody watches)."""
         run = self.run
         if not self.observers and run.parent is None:  # nobody sees it now: made when read
-            # run.record_raw(kind, data), inlined: ten a call
+            # run.record_raw(kind, data), inlined
             run._events.append((run.event_count, kind, data, time.time(), self.ctx.turn_id))
             run.event_count += 1
             if run._event_added is not None:
                 run._wake()
-            return
+            return DONE
         event = self.agent.record_event(run, kind, data)
         if self.observers:
-            await self.relay.deliver(self.observers, event)
+            return self.relay.deliver(self.observers, event)
+        return DONE
 
     # ------------------------------------------------------------------ the run
     async def execute(self) -> Msg:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import Interrupted, ModelError
 from .messages import Msg
 from .models import REASONING, ModelDelta, ModelRequest, ModelResponse
+from .runs import _Step
 from .state import AgentState
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     if model is None:
         raise ModelError("no model is configured (AgentConfig(model=...))")
     control = ex.run.control
-    control.check()
+    if control.requested:
+        control.check()
     ex.tools, specs = kernel.enabled_tools(state.tool_context.activated_groups)
     # the history shared, not copied: a shaper's change copies the view (copy-on-write)
     request = ModelRequest(
@@ -72,7 +74,7 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     chain: CallNext = call_model
     for middleware in reversed(kernel.model_middlewares):
         chain = _wrap(middleware, ex.ctx, chain)
-    with control.step():
+    with _Step(control):  # control.step()
         response = check_response(model, await chain(request))
     await ex.emit(
         "model_responded",
@@ -80,7 +82,8 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
         tool_calls=len(response.message.tool_uses),
         stop_reason=response.stop_reason,
     )
-    control.check()  # after the model call: an interrupt now drops this response
+    if control.requested:  # after the model call: an interrupt now drops this response
+        control.check()
     return response
 
 

@@ -95,7 +95,8 @@ class _Step:
 
     def __enter__(self) -> None:
         control = self.control
-        control.check()
+        if control.requested:
+            control.check()
         scope = self.scope = control.scope_type()
         control._scopes.add(scope)
         scope.__enter__()

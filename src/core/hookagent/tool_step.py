@@ -16,6 +16,7 @@ import anyio
 
 from .errors import AgentError, Interrupted
 from .messages import ToolResultBlock
+from .runs import _Step
 from .state import PendingInteraction
 from .tools import ToolArgumentError, ToolCall, error_result, to_output
 from .turns import ToolSuspended
@@ -44,9 +45,11 @@ async def run_calls(ex: Execution, calls: Sequence[ToolCall], outcomes: dict[str
     control = ex.run.control
     if not runs_in_parallel(ex, calls):
         for call in calls:
-            control.check()
+            if control.requested:
+                control.check()
             outcomes[call.use.id] = await call_tool(ex, call)
-            control.check()
+            if control.requested:
+                control.check()
         return
     limiter = anyio.CapacityLimiter(ex.kernel.config.max_parallel_tool_calls)
     failures: dict[int, Exception] = {}
@@ -74,7 +77,8 @@ async def run_calls(ex: Execution, calls: Sequence[ToolCall], outcomes: dict[str
 async def call_tool(ex: Execution, call: ToolCall) -> Outcome:
     """One call: events, the middleware chain, the tool; exactly one end event."""
     use = call.use
-    ex.run.control.check()
+    if ex.run.control.requested:
+        ex.run.control.check()
     await ex.emit("tool_called", tool=use.name, tool_use_id=use.id, approved=call.approved)
     chain: CallNext = lambda c: invoke(ex, c)  # noqa: E731
     for middleware in reversed(ex.kernel.tool_middlewares):
@@ -121,7 +125,7 @@ async def invoke(ex: Execution, call: ToolCall) -> Outcome:
     except ToolArgumentError as exc:
         return error_result(use, f"invalid arguments for {use.name!r}: {exc}")
     try:
-        with ex.run.control.step():
+        with _Step(ex.run.control):  # control.step()
             if tool.timeout is None:
                 value = await tool.invoke(use.input, ex.ctx)
             else:

@@ -106,16 +106,16 @@ async def warm_call_counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     return counts
 
 
-async def test_a_warm_call_enters_six_cancel_scopes_and_looks_the_backend_up_three_times(
+async def test_a_warm_call_enters_six_cancel_scopes_and_looks_the_backend_up_twice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     counts = await warm_call_counts(monkeypatch)
     # 3 steps (two model calls, one tool), the run's scope, the agent's task group, and the
     # task group's exit checkpoint's; one loop round (that checkpoint)
     assert counts.scopes == 6
-    # the run's scope, the agent's task group, the free gate's lock: a step's scope is made
-    # from the run scope's own class, not through anyio's backend lookup
-    assert counts.lookups == 3
+    # the agent's task group and the free gate's lock: the run's scope is made from the
+    # task group's own scope class, a step's from the run scope's (no backend lookup)
+    assert counts.lookups == 2
     assert counts.rounds == 1
 
 

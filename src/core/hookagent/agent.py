@@ -35,7 +35,7 @@ MsgInput = str | Msg | Sequence[Msg | str]
 
 def _as_msgs(msgs: MsgInput | None, answers: Sequence[Answer]) -> list[Msg]:
     if type(msgs) is str:  # the common call: one user message
-        return [Msg.user(msgs)]
+        return [Msg("user", msgs)]
     if msgs is None and answers:
         return []
     if isinstance(msgs, (str, Msg)):
@@ -82,7 +82,10 @@ class Agent:
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            await self.shutdown(self.config.shutdown_timeout)
+            if self._active or self._queued:
+                await self.shutdown(self.config.shutdown_timeout)
+            else:  # nothing queued or running (an agent built per request): shutdown() inline
+                self._closing = True
         finally:
             tg, self._tg = self._tg, None
             if tg is not None:

@@ -110,7 +110,8 @@ class Execution:
             await self.started()
             await self.failed(exc)  # refused before any input was taken: nothing is saved
             raise
-        await self.started()
+        info = run.info  # started(), inline
+        await self.emit("run_started", admitted_at=info.started_at if info else None)
         try:
             await self.loaded(state)
         except BaseException as exc:
@@ -165,7 +166,7 @@ class Execution:
         return pairs
 
     async def load(self) -> AgentState:
-        store = await self.kernel.store()
+        store = self.kernel._store or await self.kernel.store()  # bound: no await
         self.store_class = type(store).__name__
         cached = self.agent.slot_cache.get(self.slot)
         if cached is not None and not self.kernel.config.reload_each_call:
@@ -178,7 +179,7 @@ class Execution:
                 _LOADING.reset(token)
             state = got.state or AgentState(session_id=self.slot[1], user_id=self.slot[0])
             self.version = got.version
-        self.loaded_len = len(state.context)
+        self.loaded_len = n = len(state.context)
         if state.turn_context.suspended and step_message(state) is None:
             log.warning(
                 "session %r: the suspended step is no longer the history's tail; closing it",
@@ -186,7 +187,8 @@ class Execution:
             )
             finish_step(state, {}, "interrupted", "the suspended step was lost")
             state.turn_context = TurnContext()
-        close_open_tool_uses(state, max(0, len(state.context) - 2))
+            n = len(state.context)
+        close_open_tool_uses(state, max(0, n - 2))
         self.ctx.agent_state = state
         return state
 

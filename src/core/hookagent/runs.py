@@ -329,7 +329,11 @@ class AgentRunRegistry:
     def register(self, run: AgentRun, info: RunInfo) -> None:
         key = self._key(run, info)
         entries = self._runs.setdefault(key, [])
-        if not info.is_child and any(r.info and not r.info.is_child for r in entries):
+        if (
+            entries
+            and info.parent_run_id is None  # not info.is_child
+            and any(r.info and not r.info.is_child for r in entries)
+        ):
             if not entries:
                 del self._runs[key]
             raise DuplicateRunId(

@@ -70,7 +70,8 @@ def fast_head_doc(state: AgentState) -> dict[str, Any] | None:
         or type(flag) is not bool
         or type(version) is not int
         or version != SCHEMA_VERSION
-        or not _groups(tools.activated_groups)
+        or type(tools.activated_groups) is not list
+        or (tools.activated_groups and not _groups(tools.activated_groups))
         or state.turn_context != _IDLE_TURN
     ):
         return None
@@ -129,11 +130,14 @@ def fast_head_state(doc: Any, context: Sequence[Msg]) -> AgentState | None:
             if tools:
                 return None
             tool_context = ToolContext()
-        elif not _groups(groups):
+        elif type(groups) is not list or (groups and not _groups(groups)):
             return None
         else:
             tool_context = ToolContext(groups)
-    sections = {k: v for k, v in doc.items() if k not in _HEAD_KEYS and k != "context"}
+    sections = {}
+    for k, v in doc.items():  # a loop, not a comprehension: one call less per load
+        if k not in _HEAD_KEYS and k != "context":
+            sections[k] = v
     if sections and not _sections_fit(sections):
         return None
     return AgentState(

@@ -26,7 +26,7 @@ from .persist import persist
 from .runs import AgentRun, RunInfo
 from .state import AgentState, PendingInteraction
 from .store.base import ConflictPolicy
-from .store.ids import check_id
+from .store.ids import _CHECKED, check_id
 from .turns import Answer
 
 __all__ = ["Agent", "AgentConfig", "MsgInput", "emit_event"]
@@ -147,7 +147,10 @@ class Agent:
         answers: Sequence[Answer] = (),
     ) -> Msg:
         """Run one call to its reply (the flow: docs/quickstart.md, "What a call does")."""
-        return await self.prepare_call(msgs, ctx, answers=answers).result()
+        answers = tuple(answers)  # prepare_call(), inline
+        ctx = ctx if ctx is not None else RuntimeContext()
+        inputs = [Msg("user", msgs)] if type(msgs) is str else _as_msgs(msgs, answers)
+        return await AgentRun(self, inputs, ctx, answers).result()
 
     def call_sync(
         self,
@@ -175,8 +178,11 @@ class Agent:
     async def execute(self, run: AgentRun) -> Msg:
         """Admit ``run`` (registry, session gate) and execute it to its reply."""
         ctx = run.ctx
-        user_id = check_id(ctx.user_id, "user_id", allow_empty=True)
-        session_id = check_id(ctx.session_id or self.config.default_session_id, "session_id")
+        user_id, session_id = ctx.user_id, ctx.session_id or self.config.default_session_id
+        if not (type(user_id) is str and (not user_id or user_id in _CHECKED)):
+            check_id(user_id, "user_id", allow_empty=True)  # not checked before (a memo miss)
+        if not (type(session_id) is str and session_id in _CHECKED):
+            check_id(session_id, "session_id")
         if self._closing:
             raise AgentClosed(f"agent {self.agent_id!r} is shutting down; the call was not run")
         # a child only when this process derived the context from a running parent (the
@@ -196,7 +202,8 @@ class Agent:
                     "for the parent forever: derive its context with its own session_id"
                 )
         if not run.answers and ctx.turn_id is None:
-            ctx.turn_id = new_id()  # a new turn; answers take the suspended turn's id later
+            # a new turn; answers take the suspended turn's id later (what __setattr__ does)
+            object.__setattr__(ctx, "turn_id", new_id())
         info = RunInfo(
             ctx.run_id,
             self.agent_id,
@@ -233,7 +240,7 @@ class Agent:
                             return await Execution(self, run, user_id, session_id, fence).execute()
                         finally:
                             del self._active[key]
-                            ctx.agent_state = None
+                            object.__setattr__(ctx, "agent_state", None)  # its __setattr__'s
                             if not self._active and self._idle is not None:
                                 self._idle.set()
                 finally:

@@ -121,7 +121,7 @@ class Execution:
         if state.shutdown_interrupted:
             msgs = drop_resent_input(state, msgs)
             state.shutdown_interrupted = False
-        if msgs and state.turn_context.suspended:
+        if msgs and state.turn_context.pending:  # suspended
             await self.supersede(state)
         input_start = len(state.context)
         state.context.extend(msgs)
@@ -180,7 +180,7 @@ class Execution:
             state = got.state or AgentState(session_id=self.slot[1], user_id=self.slot[0])
             self.version = got.version
         self.loaded_len = n = len(state.context)
-        if state.turn_context.suspended and step_message(state) is None:
+        if state.turn_context.pending and step_message(state) is None:  # suspended
             log.warning(
                 "session %r: the suspended step is no longer the history's tail; closing it",
                 self.slot,
@@ -189,7 +189,7 @@ class Execution:
             state.turn_context = TurnContext()
             n = len(state.context)
         close_open_tool_uses(state, max(0, n - 2))
-        self.ctx.agent_state = state
+        object.__setattr__(self.ctx, "agent_state", state)  # what its __setattr__ does
         return state
 
     async def started(self) -> None:
@@ -317,8 +317,13 @@ class Execution:
                     )
                 )
                 raise
-            results = [outcomes[u.id] for u in uses]
-            pending = [o for o in results if type(o) is PendingInteraction]
+            results = []
+            pending = []
+            for u in uses:  # one loop, no comprehensions: a step makes these once
+                out = outcomes[u.id]
+                results.append(out)
+                if type(out) is PendingInteraction:
+                    pending.append(out)
             if pending:
                 state.turn_context = attrs.evolve(
                     turn,
@@ -330,7 +335,10 @@ class Execution:
                 )
                 return self.suspended_reply(state)
             state.context.append(Msg("tool", results))  # type: ignore[arg-type]  # no pending
-            if all(r.state == "denied" for r in results):  # type: ignore[union-attr]
+            for r in results:  # all denied? (a loop: no generator per step)
+                if r.state != "denied":  # type: ignore[union-attr]
+                    break
+            else:
                 reply = synthetic_reply(
                     "Every tool call of this step was denied; the turn stops here.",
                     GenerateReason.ALL_TOOLS_DENIED,

@@ -177,4 +177,7 @@ class Msg:
 
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
-        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+        content = self.content
+        if len(content) == 1:  # the common case: no generator
+            return content if isinstance(content[0], ToolResultBlock) else ()  # type: ignore[return-value]
+        return tuple(b for b in content if isinstance(b, ToolResultBlock))

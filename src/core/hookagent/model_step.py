@@ -44,38 +44,54 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     await kernel.relay.build_model_request(request, ex.ctx)
     await ex.emit("model_requested", messages=len(request.messages))
 
-    async def call_model(req: ModelRequest) -> ModelResponse:
-        response: Any = None
-        # a plugin's own request through the chain (a summary) streams for the interrupt
-        # checkpoints, but its text is not the reply: no model_delta events for it
-        deltas = req.purpose == REASONING
-        try:
-            stream = getattr(model, "stream", None)
-            if stream is not None:
-                # aclosing: an interrupt mid-stream releases the provider's connection now
-                async with aclosing(stream(req, ex.ctx)) as chunks:
-                    async for item in chunks:
-                        if isinstance(item, ModelDelta):
-                            if deltas:
-                                await ex.emit("model_delta", text=item.text, thinking=item.thinking)
-                            control.check()
-                        else:
-                            response = item
-            else:
-                response = await model.generate(req, ex.ctx)
-        except (ModelError, Interrupted):
-            raise
-        except Exception as exc:
-            raise ModelError(
-                f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        return response  # type: ignore[no-any-return]  # checked once, after the chain
+    middlewares = kernel.model_middlewares
+    if not middlewares and getattr(model, "stream", None) is None:
+        # no chain and no stream: the innermost link's own work, without its closure
+        with _Step(control):  # control.step()
+            try:
+                response = await model.generate(request, ex.ctx)
+            except (ModelError, Interrupted):
+                raise
+            except Exception as exc:
+                raise ModelError(
+                    f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+    else:
 
-    chain: CallNext = call_model
-    for middleware in reversed(kernel.model_middlewares):
-        chain = _wrap(middleware, ex.ctx, chain)
-    with _Step(control):  # control.step()
-        response = await chain(request)
+        async def call_model(req: ModelRequest) -> ModelResponse:
+            response: Any = None
+            # a plugin's own request through the chain (a summary) streams for the interrupt
+            # checkpoints, but its text is not the reply: no model_delta events for it
+            deltas = req.purpose == REASONING
+            try:
+                stream = getattr(model, "stream", None)
+                if stream is not None:
+                    # aclosing: an interrupt mid-stream releases the provider's connection now
+                    async with aclosing(stream(req, ex.ctx)) as chunks:
+                        async for item in chunks:
+                            if isinstance(item, ModelDelta):
+                                if deltas:
+                                    await ex.emit(
+                                        "model_delta", text=item.text, thinking=item.thinking
+                                    )
+                                control.check()
+                            else:
+                                response = item
+                else:
+                    response = await model.generate(req, ex.ctx)
+            except (ModelError, Interrupted):
+                raise
+            except Exception as exc:
+                raise ModelError(
+                    f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            return response  # type: ignore[no-any-return]  # checked once, after the chain
+
+        chain: CallNext = call_model
+        for middleware in reversed(middlewares):
+            chain = _wrap(middleware, ex.ctx, chain)
+        with _Step(control):  # control.step()
+            response = await chain(request)
     if (
         type(response) is not ModelResponse
         or type(response.message) is not Msg

@@ -214,8 +214,11 @@ class AgentRun:
         finally:
             if self.status == "running":
                 self.status = "done"
-            self._resolve()
-            self._wake()
+            self._finished = True  # _resolve() and _wake(), inline: once per run
+            if self._done is not None:
+                self._done.set()
+            if self._event_added is not None:
+                self._wake()
 
     def cancel(self) -> None:
         """Before start: it never executes. Running: cancelled; its input is saved."""

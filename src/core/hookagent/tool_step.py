@@ -43,7 +43,7 @@ async def run_calls(ex: Execution, calls: Sequence[ToolCall], outcomes: dict[str
     """Run ``calls``, filling ``outcomes`` as each finishes (so that an interrupt leaves the
     finished ones in place); raise ``Interrupted`` after every started call has ended."""
     control = ex.run.control
-    if not runs_in_parallel(ex, calls):
+    if len(calls) < 2 or not runs_in_parallel(ex, calls):
         for call in calls:
             if control.requested:
                 control.check()
@@ -80,11 +80,15 @@ async def call_tool(ex: Execution, call: ToolCall) -> Outcome:
     if ex.run.control.requested:
         ex.run.control.check()
     await ex.emit("tool_called", tool=use.name, tool_use_id=use.id, approved=call.approved)
-    chain: CallNext = lambda c: invoke(ex, c)  # noqa: E731
-    for middleware in reversed(ex.kernel.tool_middlewares):
-        chain = _wrap(middleware, ex.ctx, chain)
+    middlewares = ex.kernel.tool_middlewares
     try:
-        out = await chain(call)
+        if middlewares:
+            chain: CallNext = lambda c: invoke(ex, c)  # noqa: E731
+            for middleware in reversed(middlewares):
+                chain = _wrap(middleware, ex.ctx, chain)
+            out = await chain(call)
+        else:  # no middleware: the innermost link itself
+            out = await invoke(ex, call)
     except Interrupted:
         await ex.emit("tool_failed", tool=use.name, tool_use_id=use.id, state="interrupted")
         raise

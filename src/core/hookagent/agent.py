@@ -26,7 +26,7 @@ from .persist import persist
 from .runs import AgentRun, RunInfo
 from .state import AgentState, PendingInteraction
 from .store.base import ConflictPolicy
-from .store.ids import check_id
+from .store.ids import _CHECKED, check_id
 from .turns import Answer
 
 __all__ = ["Agent", "AgentConfig", "MsgInput", "emit_event"]
@@ -35,7 +35,7 @@ MsgInput = str | Msg | Sequence[Msg | str]
 
 def _as_msgs(msgs: MsgInput | None, answers: Sequence[Answer]) -> list[Msg]:
     if type(msgs) is str:  # the common call: one user message
-        return [Msg.user(msgs)]
+        return [Msg("user", msgs)]
     if msgs is None and answers:
         return []
     if isinstance(msgs, (str, Msg)):
@@ -71,16 +71,21 @@ class Agent:
         self._closing = False
         self._idle: anyio.Event | None = None
         self._tg: Any = None
+        self._scope_type: Callable[[], anyio.CancelScope] = anyio.CancelScope
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Agent:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._scope_type = type(self._tg.cancel_scope)  # the backend's class: no lookup per run
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            await self.shutdown(self.config.shutdown_timeout)
+            if self._active or self._queued:
+                await self.shutdown(self.config.shutdown_timeout)
+            else:  # nothing queued or running (an agent built per request): shutdown() inline
+                self._closing = True
         finally:
             tg, self._tg = self._tg, None
             if tg is not None:
@@ -142,7 +147,10 @@ class Agent:
         answers: Sequence[Answer] = (),
     ) -> Msg:
         """Run one call to its reply (the flow: docs/quickstart.md, "What a call does")."""
-        return await self.prepare_call(msgs, ctx, answers=answers).result()
+        answers = tuple(answers)  # prepare_call(), inline
+        ctx = ctx if ctx is not None else RuntimeContext()
+        inputs = [Msg("user", msgs)] if type(msgs) is str else _as_msgs(msgs, answers)
+        return await AgentRun(self, inputs, ctx, answers).result()
 
     def call_sync(
         self,
@@ -170,13 +178,17 @@ class Agent:
     async def execute(self, run: AgentRun) -> Msg:
         """Admit ``run`` (registry, session gate) and execute it to its reply."""
         ctx = run.ctx
-        user_id = check_id(ctx.user_id, "user_id", allow_empty=True)
-        session_id = check_id(ctx.session_id or self.config.default_session_id, "session_id")
+        user_id, session_id = ctx.user_id, ctx.session_id or self.config.default_session_id
+        if not (type(user_id) is str and (not user_id or user_id in _CHECKED)):
+            check_id(user_id, "user_id", allow_empty=True)  # not checked before (a memo miss)
+        if not (type(session_id) is str and session_id in _CHECKED):
+            check_id(session_id, "session_id")
         if self._closing:
             raise AgentClosed(f"agent {self.agent_id!r} is shutting down; the call was not run")
         # a child only when this process derived the context from a running parent (the
         # parent's handle travels in the context); a claimed parent_run_id proves nothing
-        parent = ctx.get(AgentRun)
+        typed = ctx._typed  # put()/get() inlined: a fresh context has no typed attributes
+        parent = ctx.get(AgentRun) if typed else None
         is_child = (
             parent is not None
             and parent is not run
@@ -190,7 +202,8 @@ class Agent:
                     "for the parent forever: derive its context with its own session_id"
                 )
         if not run.answers and ctx.turn_id is None:
-            ctx.turn_id = new_id()  # a new turn; answers take the suspended turn's id later
+            # a new turn; answers take the suspended turn's id later (what __setattr__ does)
+            object.__setattr__(ctx, "turn_id", new_id())
         info = RunInfo(
             ctx.run_id,
             self.agent_id,
@@ -203,12 +216,12 @@ class Agent:
         registry = self.kernel.registry
         run.parent = parent if is_child else None
         registry.register(run, info)
-        ctx.put(AgentRun, run)
-        caller = ctx.get(Agent)  # a subagent's context carries its parent's agent
-        ctx.put(Agent, self)  # plugins reach the agent running the call: ctx.get(Agent)
+        caller = ctx.get(Agent) if typed else None  # a subagent's context: its parent's agent
+        typed[AgentRun] = run
+        typed[Agent] = self  # plugins reach the agent running the call: ctx.get(Agent)
         key = (user_id, session_id)
         try:
-            with anyio.CancelScope() as scope:
+            with self._scope_type() as scope:
                 run.scope = scope
                 run.control.scope_type = type(scope)  # the backend's class: no lookup per step
                 if run.status == "cancelled":  # cancel() came before the scope existed
@@ -227,7 +240,7 @@ class Agent:
                             return await Execution(self, run, user_id, session_id, fence).execute()
                         finally:
                             del self._active[key]
-                            ctx.agent_state = None
+                            object.__setattr__(ctx, "agent_state", None)  # its __setattr__'s
                             if not self._active and self._idle is not None:
                                 self._idle.set()
                 finally:
@@ -238,8 +251,8 @@ class Agent:
         finally:
             run.scope = None
             registry.unregister(run)
-            ctx.put(AgentRun, parent)
-            ctx.put(Agent, caller)
+            typed[AgentRun] = parent
+            typed[Agent] = caller
 
     async def emit(self, run: AgentRun, kind: str, data: dict[str, Any]) -> None:
         """Record a run event on the run (and its parents) and hand it to the observers."""

@@ -29,6 +29,7 @@ from ._converter import make_converter as make_converter
 from ._converter import msg_to_dict as msg_to_dict
 from ._converter import structure as structure
 from ._converter import unstructure as unstructure
+from ._fasthead import fast_head_doc, fast_head_state
 from ._fastmsg import Mismatch, fast_msg
 from ._limits import MAX_DEPTH as MAX_DEPTH
 from ._limits import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
@@ -233,8 +234,10 @@ def decode_state(data: bytes | str, *, limit: int = MAX_STATE_BYTES) -> AgentSta
 
 def encode_head(state: AgentState) -> bytes:
     """Every section but the history (stores keep the history as separate records)."""
-    doc = state_to_dict(state, with_context=False)
-    check_depth(doc, where="state head")
+    doc = fast_head_doc(state)  # the common shape, checked: no converter, no walk
+    if doc is None:
+        doc = state_to_dict(state, with_context=False)
+        check_depth(doc, where="state head")
     # the summary is where a head's bulk is: over the limit, it is refused before encoding;
     # a section over it is refused once encoded (at most its own size allocated)
     bound = len(state.summary) if isinstance(state.summary, str) else 0
@@ -243,7 +246,8 @@ def encode_head(state: AgentState) -> bytes:
 
 def decode_head(data: bytes | str, context: Sequence[Msg]) -> AgentState:
     doc = _parse(data, limit=MAX_STATE_BYTES, what="state head")
-    return state_from_dict(doc, context=context)
+    state = fast_head_state(doc, context)  # the common shape; else the converter explains
+    return state if state is not None else state_from_dict(doc, context=context)
 
 
 def dumps(value: Any, *, limit: int = MAX_STATE_BYTES, what: str = "document") -> bytes:

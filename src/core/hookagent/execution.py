@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
 
+from ._done import DONE
 from .context import _LOADING
 from .errors import AnswerError, Interrupted, InvalidMessage, TurnMismatch, UnknownInteraction
 from .messages import Msg, ToolResultBlock, new_id
@@ -80,14 +81,21 @@ class Execution:
         self.load_started_at = 0.0
         self.store_class = ""
 
-    async def emit(self, kind: str, /, **data: Any) -> None:
+    def emit(self, kind: str, /, **data: Any) -> Awaitable[None]:
+        """Record a run event; await what this returns (``DONE`` when nobody observes: no
+        coroutine for the ten events of a call that nobody watches)."""
         run = self.run
         if not self.observers and run.parent is None:  # nobody sees it now: made when read
-            run.record_raw(kind, data)
-            return
+            # run.record_raw(kind, data), inlined
+            run._events.append((run.event_count, kind, data, time.time(), self.ctx.turn_id))
+            run.event_count += 1
+            if run._event_added is not None:
+                run._wake()
+            return DONE
         event = self.agent.record_event(run, kind, data)
         if self.observers:
-            await self.relay.deliver(self.observers, event)
+            return self.relay.deliver(self.observers, event)
+        return DONE
 
     # ------------------------------------------------------------------ the run
     async def execute(self) -> Msg:
@@ -102,7 +110,8 @@ class Execution:
             await self.started()
             await self.failed(exc)  # refused before any input was taken: nothing is saved
             raise
-        await self.started()
+        info = run.info  # started(), inline
+        await self.emit("run_started", admitted_at=info.started_at if info else None)
         try:
             await self.loaded(state)
         except BaseException as exc:
@@ -112,7 +121,7 @@ class Execution:
         if state.shutdown_interrupted:
             msgs = drop_resent_input(state, msgs)
             state.shutdown_interrupted = False
-        if msgs and state.turn_context.suspended:
+        if msgs and state.turn_context.pending:  # suspended
             await self.supersede(state)
         input_start = len(state.context)
         state.context.extend(msgs)
@@ -157,7 +166,7 @@ class Execution:
         return pairs
 
     async def load(self) -> AgentState:
-        store = await self.kernel.store()
+        store = self.kernel._store or await self.kernel.store()  # bound: no await
         self.store_class = type(store).__name__
         cached = self.agent.slot_cache.get(self.slot)
         if cached is not None and not self.kernel.config.reload_each_call:
@@ -170,16 +179,17 @@ class Execution:
                 _LOADING.reset(token)
             state = got.state or AgentState(session_id=self.slot[1], user_id=self.slot[0])
             self.version = got.version
-        self.loaded_len = len(state.context)
-        if state.turn_context.suspended and step_message(state) is None:
+        self.loaded_len = n = len(state.context)
+        if state.turn_context.pending and step_message(state) is None:  # suspended
             log.warning(
                 "session %r: the suspended step is no longer the history's tail; closing it",
                 self.slot,
             )
             finish_step(state, {}, "interrupted", "the suspended step was lost")
             state.turn_context = TurnContext()
-        close_open_tool_uses(state, max(0, len(state.context) - 2))
-        self.ctx.agent_state = state
+            n = len(state.context)
+        close_open_tool_uses(state, max(0, n - 2))
+        object.__setattr__(self.ctx, "agent_state", state)  # what its __setattr__ does
         return state
 
     async def started(self) -> None:
@@ -307,8 +317,13 @@ class Execution:
                     )
                 )
                 raise
-            results = [outcomes[u.id] for u in uses]
-            pending = [o for o in results if type(o) is PendingInteraction]
+            results = []
+            pending = []
+            for u in uses:  # one loop, no comprehensions: a step makes these once
+                out = outcomes[u.id]
+                results.append(out)
+                if type(out) is PendingInteraction:
+                    pending.append(out)
             if pending:
                 state.turn_context = attrs.evolve(
                     turn,
@@ -320,7 +335,10 @@ class Execution:
                 )
                 return self.suspended_reply(state)
             state.context.append(Msg("tool", results))  # type: ignore[arg-type]  # no pending
-            if all(r.state == "denied" for r in results):  # type: ignore[union-attr]
+            for r in results:  # all denied? (a loop: no generator per step)
+                if r.state != "denied":  # type: ignore[union-attr]
+                    break
+            else:
                 reply = synthetic_reply(
                     "Every tool call of this step was denied; the turn stops here.",
                     GenerateReason.ALL_TOOLS_DENIED,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import Interrupted, ModelError
 from .messages import Msg
 from .models import REASONING, ModelDelta, ModelRequest, ModelResponse
+from .runs import _Step
 from .state import AgentState
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     if model is None:
         raise ModelError("no model is configured (AgentConfig(model=...))")
     control = ex.run.control
-    control.check()
+    if control.requested:
+        control.check()
     ex.tools, specs = kernel.enabled_tools(state.tool_context.activated_groups)
     # the history shared, not copied: a shaper's change copies the view (copy-on-write)
     request = ModelRequest(
@@ -42,45 +44,68 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     await kernel.relay.build_model_request(request, ex.ctx)
     await ex.emit("model_requested", messages=len(request.messages))
 
-    async def call_model(req: ModelRequest) -> ModelResponse:
-        response: Any = None
-        # a plugin's own request through the chain (a summary) streams for the interrupt
-        # checkpoints, but its text is not the reply: no model_delta events for it
-        deltas = req.purpose == REASONING
-        try:
-            stream = getattr(model, "stream", None)
-            if stream is not None:
-                # aclosing: an interrupt mid-stream releases the provider's connection now
-                async with aclosing(stream(req, ex.ctx)) as chunks:
-                    async for item in chunks:
-                        if isinstance(item, ModelDelta):
-                            if deltas:
-                                await ex.emit("model_delta", text=item.text, thinking=item.thinking)
-                            control.check()
-                        else:
-                            response = item
-            else:
-                response = await model.generate(req, ex.ctx)
-        except (ModelError, Interrupted):
-            raise
-        except Exception as exc:
-            raise ModelError(
-                f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        return response  # type: ignore[no-any-return]  # checked once, after the chain
+    middlewares = kernel.model_middlewares
+    if not middlewares and getattr(model, "stream", None) is None:
+        # no chain and no stream: the innermost link's own work, without its closure
+        with _Step(control):  # control.step()
+            try:
+                response = await model.generate(request, ex.ctx)
+            except (ModelError, Interrupted):
+                raise
+            except Exception as exc:
+                raise ModelError(
+                    f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+    else:
 
-    chain: CallNext = call_model
-    for middleware in reversed(kernel.model_middlewares):
-        chain = _wrap(middleware, ex.ctx, chain)
-    with control.step():
-        response = check_response(model, await chain(request))
+        async def call_model(req: ModelRequest) -> ModelResponse:
+            response: Any = None
+            # a plugin's own request through the chain (a summary) streams for the interrupt
+            # checkpoints, but its text is not the reply: no model_delta events for it
+            deltas = req.purpose == REASONING
+            try:
+                stream = getattr(model, "stream", None)
+                if stream is not None:
+                    # aclosing: an interrupt mid-stream releases the provider's connection now
+                    async with aclosing(stream(req, ex.ctx)) as chunks:
+                        async for item in chunks:
+                            if isinstance(item, ModelDelta):
+                                if deltas:
+                                    await ex.emit(
+                                        "model_delta", text=item.text, thinking=item.thinking
+                                    )
+                                control.check()
+                            else:
+                                response = item
+                else:
+                    response = await model.generate(req, ex.ctx)
+            except (ModelError, Interrupted):
+                raise
+            except Exception as exc:
+                raise ModelError(
+                    f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            return response  # type: ignore[no-any-return]  # checked once, after the chain
+
+        chain: CallNext = call_model
+        for middleware in reversed(middlewares):
+            chain = _wrap(middleware, ex.ctx, chain)
+        with _Step(control):  # control.step()
+            response = await chain(request)
+    if (
+        type(response) is not ModelResponse
+        or type(response.message) is not Msg
+        or response.message.role != "assistant"
+    ):  # the exact classes and the right role pass without a call
+        response = check_response(model, response)
     await ex.emit(
         "model_responded",
         message_id=response.message.id,
         tool_calls=len(response.message.tool_uses),
         stop_reason=response.stop_reason,
     )
-    control.check()  # after the model call: an interrupt now drops this response
+    if control.requested:  # after the model call: an interrupt now drops this response
+        control.check()
     return response
 
 

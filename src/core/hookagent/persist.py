@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .errors import VersionConflict
 from .state import AgentState
-from .store.base import UNCONDITIONAL, ConflictPolicy, Fence
+from .store.base import UNCONDITIONAL, AgentStateStore, ConflictPolicy, Fence
 
 if TYPE_CHECKING:
     from .context import RuntimeContext
@@ -32,9 +32,18 @@ async def persist(
 ) -> int:
     """Run the persist hooks around a save at ``version``; return the new version."""
     await kernel.relay.before_persist(state, ctx, outcome)
-    new = await save(
-        kernel, state, slot, version=version, fence=fence, loaded_len=loaded_len, policy=policy
-    )
+    store = kernel._store
+    if store is None:  # not bound yet: save() awaits the opening
+        new = await save(
+            kernel, state, slot, version=version, fence=fence, loaded_len=loaded_len, policy=policy
+        )
+    else:  # save(), its first attempt inline: one coroutine less per call
+        try:
+            new = await store.save_if_version(slot[0], slot[1], state, version, fence=fence)
+        except VersionConflict as conflict:
+            new = await _after_conflict(
+                kernel, store, conflict, state, slot, fence, loaded_len, policy
+            )
     await kernel.relay.after_persist(state, ctx, new)
     return new
 
@@ -57,19 +66,35 @@ async def save(
     conflict is raised, never merged.
     """
     store = await kernel.store()
+    try:
+        return await store.save_if_version(slot[0], slot[1], state, version, fence=fence)
+    except VersionConflict as conflict:
+        return await _after_conflict(
+            kernel, store, conflict, state, slot, fence, loaded_len, policy
+        )
+
+
+async def _after_conflict(
+    kernel: Kernel,
+    store: AgentStateStore,
+    conflict: VersionConflict,
+    state: AgentState,
+    slot: tuple[str, str],
+    fence: Fence | None,
+    loaded_len: int,
+    policy: ConflictPolicy | None,
+) -> int:
+    """What the conflict policy says after a lost compare-and-set (``conflict``)."""
     policy = policy or kernel.config.conflict_policy
     u, s = slot
-    try:
-        return await store.save_if_version(u, s, state, version, fence=fence)
-    except VersionConflict as conflict:
-        if policy is ConflictPolicy.FAIL:
-            raise
-        if policy is ConflictPolicy.APPEND_MERGE and state.context.unchanged_prefix < loaded_len:
-            conflict.add_note(
-                "hookagent: the history was rewritten since it was loaded (compaction, a "
-                "cleared context), so APPEND_MERGE cannot append it to the stored one"
-            )
-            raise
+    if policy is ConflictPolicy.FAIL:
+        raise conflict
+    if policy is ConflictPolicy.APPEND_MERGE and state.context.unchanged_prefix < loaded_len:
+        conflict.add_note(
+            "hookagent: the history was rewritten since it was loaded (compaction, a "
+            "cleared context), so APPEND_MERGE cannot append it to the stored one"
+        )
+        raise conflict
     if policy is ConflictPolicy.OVERWRITE:
         return await store.save_if_version(u, s, state, UNCONDITIONAL, fence=fence)
     fresh = await store.get_versioned(u, s)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import attrs
 import pluggy
 
+from ._done import DONE
 from .errors import HookContractError
 
 if TYPE_CHECKING:
@@ -119,24 +120,40 @@ class HookRelay:
                 )
 
     # ---- state
-    async def state_loaded(self, state: AgentState, ctx: RuntimeContext) -> None:
-        if self._reaches_nobody("hookagent_state_loaded"):
-            return
-        await self._await_none(
-            "hookagent_state_loaded", self._hook.hookagent_state_loaded(state=state, ctx=ctx)
-        )
+    # The per-call hooks return what to await: ``DONE`` when nobody implements the hook
+    # and nothing monitors (no coroutine made), else the call's own coroutine.
+    def state_loaded(self, state: AgentState, ctx: RuntimeContext) -> Awaitable[None]:
+        name = "hookagent_state_loaded"
+        idle = self._idle  # _reaches_nobody()'s cached answer, read inline first
+        if (
+            idle[0] == getattr(self.pm, "generation", None) and name in idle[1]
+        ) or self._reaches_nobody(name):
+            return DONE
+        return self._await_none(name, self._hook.hookagent_state_loaded(state=state, ctx=ctx))
 
-    async def before_persist(self, state: AgentState, ctx: RuntimeContext, outcome: str) -> None:
-        if self._reaches_nobody("hookagent_before_persist"):
-            return
+    def before_persist(
+        self, state: AgentState, ctx: RuntimeContext, outcome: str
+    ) -> Awaitable[None]:
+        name = "hookagent_before_persist"
+        idle = self._idle  # _reaches_nobody()'s cached answer, read inline first
+        if (
+            idle[0] == getattr(self.pm, "generation", None) and name in idle[1]
+        ) or self._reaches_nobody(name):
+            return DONE
         results = self._hook.hookagent_before_persist(state=state, ctx=ctx, outcome=outcome)
-        await self._await_none("hookagent_before_persist", results)
+        return self._await_none(name, results)
 
-    async def after_persist(self, state: AgentState, ctx: RuntimeContext, version: int) -> None:
-        if self._reaches_nobody("hookagent_after_persist"):
-            return
+    def after_persist(
+        self, state: AgentState, ctx: RuntimeContext, version: int
+    ) -> Awaitable[None]:
+        name = "hookagent_after_persist"
+        idle = self._idle  # _reaches_nobody()'s cached answer, read inline first
+        if (
+            idle[0] == getattr(self.pm, "generation", None) and name in idle[1]
+        ) or self._reaches_nobody(name):
+            return DONE
         results = self._hook.hookagent_after_persist(state=state, ctx=ctx, version=version)
-        await self._await_none("hookagent_after_persist", results)
+        return self._await_none(name, results)
 
     def default_state_store(self, agent_id: str) -> AgentStateStore | None:
         return self._hook.hookagent_default_state_store(agent_id=agent_id)  # type: ignore[no-any-return]
@@ -161,11 +178,15 @@ class HookRelay:
         return self._hook.hookagent_workspace(ctx=ctx, kernel=kernel)  # type: ignore[no-any-return]
 
     # ---- the loop
-    async def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> None:
-        if self._reaches_nobody("hookagent_build_model_request"):
-            return
+    def build_model_request(self, request: ModelRequest, ctx: RuntimeContext) -> Awaitable[None]:
+        name = "hookagent_build_model_request"
+        idle = self._idle  # _reaches_nobody()'s cached answer, read inline first
+        if (
+            idle[0] == getattr(self.pm, "generation", None) and name in idle[1]
+        ) or self._reaches_nobody(name):
+            return DONE
         results = self._hook.hookagent_build_model_request(request=request, ctx=ctx)
-        await self._await_none("hookagent_build_model_request", results)
+        return self._await_none(name, results)
 
     def tool_middlewares(self) -> list[ToolMiddleware]:
         return [func for _, _, func in self.middleware_chain("hookagent_wrap_tool_call")]

@@ -95,7 +95,8 @@ class _Step:
 
     def __enter__(self) -> None:
         control = self.control
-        control.check()
+        if control.requested:
+            control.check()
         scope = self.scope = control.scope_type()
         control._scopes.add(scope)
         scope.__enter__()
@@ -162,6 +163,8 @@ class AgentRun:
         self._reply: Msg | None = None
         self._error: BaseException | None = None
         self.rejected_by_shutdown = False
+        self.registry_key: tuple[str, str] | None = None
+        """Where the registry filed this run while it executes."""
 
     @property
     def run_id(self) -> str:
@@ -211,8 +214,11 @@ class AgentRun:
         finally:
             if self.status == "running":
                 self.status = "done"
-            self._resolve()
-            self._wake()
+            self._finished = True  # _resolve() and _wake(), inline: once per run
+            if self._done is not None:
+                self._done.set()
+            if self._event_added is not None:
+                self._wake()
 
     def cancel(self) -> None:
         """Before start: it never executes. Running: cancelled; its input is saved."""
@@ -326,7 +332,11 @@ class AgentRunRegistry:
     def register(self, run: AgentRun, info: RunInfo) -> None:
         key = self._key(run, info)
         entries = self._runs.setdefault(key, [])
-        if not info.is_child and any(r.info and not r.info.is_child for r in entries):
+        if (
+            entries
+            and info.parent_run_id is None  # not info.is_child
+            and any(r.info and not r.info.is_child for r in entries)
+        ):
             if not entries:
                 del self._runs[key]
             raise DuplicateRunId(
@@ -334,9 +344,17 @@ class AgentRunRegistry:
                 f"{info.user_id!r}"
             )
         run.info = info
+        run.registry_key = key
         entries.append(run)
 
     def unregister(self, run: AgentRun) -> None:
+        key = run.registry_key  # where register() filed it: no walk over every run
+        entries = self._runs.get(key) if key is not None else None
+        if entries is not None and run in entries:
+            entries.remove(run)
+            if not entries:
+                del self._runs[key]  # type: ignore[arg-type]  # not None: found above
+            return
         for key, entries in list(self._runs.items()):
             if run in entries:
                 entries.remove(run)

@@ -16,6 +16,7 @@ import anyio
 
 from .errors import AgentError, Interrupted
 from .messages import ToolResultBlock
+from .runs import _Step
 from .state import PendingInteraction
 from .tools import ToolArgumentError, ToolCall, error_result, to_output
 from .turns import ToolSuspended
@@ -42,11 +43,13 @@ async def run_calls(ex: Execution, calls: Sequence[ToolCall], outcomes: dict[str
     """Run ``calls``, filling ``outcomes`` as each finishes (so that an interrupt leaves the
     finished ones in place); raise ``Interrupted`` after every started call has ended."""
     control = ex.run.control
-    if not runs_in_parallel(ex, calls):
+    if len(calls) < 2 or not runs_in_parallel(ex, calls):
         for call in calls:
-            control.check()
+            if control.requested:
+                control.check()
             outcomes[call.use.id] = await call_tool(ex, call)
-            control.check()
+            if control.requested:
+                control.check()
         return
     limiter = anyio.CapacityLimiter(ex.kernel.config.max_parallel_tool_calls)
     failures: dict[int, Exception] = {}
@@ -74,13 +77,18 @@ async def run_calls(ex: Execution, calls: Sequence[ToolCall], outcomes: dict[str
 async def call_tool(ex: Execution, call: ToolCall) -> Outcome:
     """One call: events, the middleware chain, the tool; exactly one end event."""
     use = call.use
-    ex.run.control.check()
+    if ex.run.control.requested:
+        ex.run.control.check()
     await ex.emit("tool_called", tool=use.name, tool_use_id=use.id, approved=call.approved)
-    chain: CallNext = lambda c: invoke(ex, c)  # noqa: E731
-    for middleware in reversed(ex.kernel.tool_middlewares):
-        chain = _wrap(middleware, ex.ctx, chain)
+    middlewares = ex.kernel.tool_middlewares
     try:
-        out = await chain(call)
+        if middlewares:
+            chain: CallNext = lambda c: invoke(ex, c)  # noqa: E731
+            for middleware in reversed(middlewares):
+                chain = _wrap(middleware, ex.ctx, chain)
+            out = await chain(call)
+        else:  # no middleware: the innermost link itself
+            out = await invoke(ex, call)
     except Interrupted:
         await ex.emit("tool_failed", tool=use.name, tool_use_id=use.id, state="interrupted")
         raise
@@ -121,7 +129,7 @@ async def invoke(ex: Execution, call: ToolCall) -> Outcome:
     except ToolArgumentError as exc:
         return error_result(use, f"invalid arguments for {use.name!r}: {exc}")
     try:
-        with ex.run.control.step():
+        with _Step(ex.run.control):  # control.step()
             if tool.timeout is None:
                 value = await tool.invoke(use.input, ex.ctx)
             else:

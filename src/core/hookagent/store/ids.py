@@ -62,6 +62,15 @@ def check_id(value: object, what: str = "session_id", *, allow_empty: bool = Fal
 
 
 def check_slot(user_id: object, session_id: object, key: object = "agent_state") -> None:
+    if (
+        type(session_id) is str
+        and type(key) is str
+        and type(user_id) is str
+        and session_id in _CHECKED
+        and key in _CHECKED
+        and (not user_id or user_id in _CHECKED)
+    ):
+        return  # all three passed check_id before (a store checks a call's slot twice)
     check_id(user_id, "user_id", allow_empty=True)
     check_id(session_id, "session_id")
     check_id(key, "key")
@@ -155,10 +164,10 @@ FENCE_EPOCH_LIMIT = 2**53
 
 def check_fence(fence: object) -> None:
     """``save_if_version``'s fence: None or a ``Fence`` with an int epoch and a str owner."""
+    if fence is None:  # every save without a lease: no import
+        return
     from .base import Fence
 
-    if fence is None:
-        return
     if (
         not isinstance(fence, Fence)
         or type(fence.epoch) is not int

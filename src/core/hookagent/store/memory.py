@@ -33,6 +33,9 @@ from .ids import (
     slot_name,
 )
 
+_NO_KEYS: dict[str, _Entry] = {}
+"""An absent session's keys (read only)."""
+
 
 @attrs.define
 class _Entry:
@@ -80,7 +83,8 @@ class InMemoryAgentStateStore:
     ) -> Versioned:
         check_slot(user_id, session_id, key)
         with self._lock:
-            entry = self._entry(user_id, session_id, key)
+            sessions = self._data.get(user_id)  # _entry(), inlined: a load and a save a call
+            entry = None if sessions is None else sessions.get(session_id, _NO_KEYS).get(key)
         if entry is None:
             return Versioned(None, 0)
         try:
@@ -107,8 +111,10 @@ class InMemoryAgentStateStore:
         head = encode_head(state)
         history = state.context
         with self._lock:
-            self._check_fence(user_id, session_id, fence)
-            entry = self._entry(user_id, session_id, key)
+            if fence is not None:
+                self._check_fence(user_id, session_id, fence)
+            sessions = self._data.get(user_id)
+            entry = None if sessions is None else sessions.get(session_id, _NO_KEYS).get(key)
             if entry is not None and not entry.checked:
                 _check_stored(entry, user_id, session_id, key)
             current = 0 if entry is None else entry.version
@@ -129,7 +135,11 @@ class InMemoryAgentStateStore:
                 for m in log:
                     encode_msg(m)
             version = current + 1
-            slot = self._data.setdefault(user_id, {}).setdefault(session_id, {})
+            if sessions is None:
+                sessions = self._data[user_id] = {}
+            slot = sessions.get(session_id)
+            if slot is None:
+                slot = sessions[session_id] = {}
             slot[key] = _Entry(version, head, log, len(log), checked=True)
             if fence is not None:  # recorded only with the write it allowed
                 self._epochs[(user_id, session_id)] = (fence.epoch, fence.owner)

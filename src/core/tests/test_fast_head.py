@@ -115,3 +115,13 @@ def test_decoded_fields_are_the_documents() -> None:
         {"plugin": {"k": [1]}},
     )
     assert len(state.context) == 0
+
+
+def test_the_fast_head_knows_every_field_of_agent_state() -> None:
+    """A field added to AgentState must be added to the fast head too (or it would be dropped
+    from every head written in the common shape)."""
+    import attrs
+    from hookagent import _fasthead
+
+    fields = frozenset(f.name for f in attrs.fields(AgentState)) - {"extensions"}
+    assert fields == _fasthead._HEAD_KEYS | _fasthead._OTHER_KNOWN

@@ -75,7 +75,7 @@ async def test_a_run_finds_its_recording_in_one_lookup_and_none_once_it_ended() 
         for i in range(3):
             await agent.call(f"look up {i}", ctx())
     finally:
-        plugin._recording = real  # type: ignore[assignment]
+        plugin._recording = real
     assert seen and all(rec is not None for rec, _ in seen)
     for rec, live in seen:  # each middleware's lookup was the live map's entry
         assert live[("u", "s", rec.run_id)] is rec
@@ -158,3 +158,27 @@ def test_the_plans_heads_are_what_evolve_gave() -> None:
             want = attrs.evolve(want, owner=None, lease_until=0.0)
         assert plan.head == want
         assert plan.seal == ("run-1" if finish else None)
+
+
+def test_scalar_payload_values_skip_the_depth_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hookagent.sessionlog import batch as batch_mod
+    from hookagent.sessionlog import encode_batch
+    from hookagent.sessionlog.batch import built_batch
+
+    walked: list[Any] = []
+    real = batch_mod.check_depth
+
+    def counting(value: Any, *a: Any, **kw: Any) -> None:
+        walked.append(value)
+        real(value, *a, **kw)
+
+    monkeypatch.setattr(batch_mod, "check_depth", counting)
+    fact = recording_mod.fact
+    events = [
+        fact("model/dispatch", {"purpose": "reasoning", "messages": 5}, "r", "t"),
+        fact("run/finished", {"outcome": "success", "completed": True, "x": None}, "r", "t"),
+        fact("acme/x", {"n": 1.5, "nested": {"a": [1]}}, "r", "t"),
+    ]
+    built = built_batch(events)
+    assert walked == [{"a": [1]}]  # only the container is walked
+    assert built.data == encode_batch(events)

@@ -166,7 +166,7 @@ def test_scalar_payload_values_skip_the_depth_walk(monkeypatch: pytest.MonkeyPat
     from hookagent.sessionlog.batch import built_batch
 
     walked: list[Any] = []
-    real = batch_mod.check_depth
+    real = batch_mod.check_depth  # type: ignore[attr-defined]
 
     def counting(value: Any, *a: Any, **kw: Any) -> None:
         walked.append(value)

@@ -42,6 +42,7 @@ _TYPE, _PAYLOAD, _REQUIRED, _RUN, _TURN, _ID, _AT, _SEQ, _VERSION = (
     LogEvent.__dict__[f.name].__set__ for f in attrs.fields(LogEvent)
 )  # the slot setters, in field order: they skip the frozen __setattr__
 _EMPTY: dict[str, Any] = {}
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def check_type(kind: object) -> str:
@@ -85,7 +86,9 @@ def _payload_doc(event: LogEvent, values: Any) -> dict[str, Any]:
     """A payload as JSON data: a ``Msg`` value as its ``message_doc`` (format 1's rule)."""
     payload: dict[str, Any] = {}
     for key, value in values.items():
-        if type(value) is Msg:  # the codec's document, bounded by construction
+        if type(value) in _SCALARS:  # no nesting to check (most of a recorder's payloads)
+            payload[key] = value
+        elif type(value) is Msg:  # the codec's document, bounded by construction
             payload[key] = message_doc(value)
         elif type(value) is list and value and all(type(m) is Msg for m in value):
             payload[key] = [message_doc(m) for m in value]

@@ -75,7 +75,10 @@ class InMemorySessionLog:
         return self._sessions.get(user_id, {}).get(session_id)
 
     def _make(self, user_id: str, session_id: str) -> _Session:
-        return self._sessions.setdefault(user_id, {}).setdefault(session_id, _Session())
+        s = self._sessions.get(user_id, {}).get(session_id)
+        if s is None:  # (a new _Session only when there is none: five fields' factories)
+            s = self._sessions.setdefault(user_id, {}).setdefault(session_id, _Session())
+        return s
 
     async def head(self, user_id: str, session_id: str) -> LogHead:
         check_session(user_id, session_id)
@@ -147,9 +150,10 @@ class InMemorySessionLog:
         check_batch_id(batch_id)
         data, digest = encode_commit(events)
         with self._lock:
-            if self._get(writer.user_id, writer.session_id) is None:  # a refusal stores nothing
+            s = self._get(writer.user_id, writer.session_id)
+            if s is None:  # a refusal stores nothing
                 check_holds(LogHead(), writer, self._clock(), "commit")
-            s = self._make(writer.user_id, writer.session_id)
+                s = self._make(writer.user_id, writer.session_id)
             prior = None
             index = s.by_batch.get(batch_id)
             if index is not None:

@@ -88,17 +88,19 @@ def plan_acquire(
     sealed: bool,
 ) -> LogHead:
     """The head after ``owner`` acquires the lease (raises ``LeaseHeld``/``OwnerSealed``)."""
-    where = slot_name(user_id, session_id, "log")
     if sealed:
         raise OwnerSealed(
-            f"{where}: owner {owner!r} is sealed (a finished run's id is never reused)"
+            f"{slot_name(user_id, session_id, 'log')}: owner {owner!r} is sealed (a finished "
+            "run's id is never reused)"
         )
     if head.owner is not None and head.owner != owner and head.lease_until > now:
         raise LeaseHeld(
-            f"{where}: the writer lease is held by {head.owner!r} for "
-            f"{head.lease_until - now:.1f}s more (epoch {head.epoch})"
+            f"{slot_name(user_id, session_id, 'log')}: the writer lease is held by "
+            f"{head.owner!r} for {head.lease_until - now:.1f}s more (epoch {head.epoch})"
         )
-    return attrs.evolve(head, epoch=head.epoch + 1, owner=owner, lease_until=now + lease)
+    return LogHead(
+        head.seq, head.epoch + 1, owner, now + lease, head.commit_id, head.checkpoint_seq
+    )
 
 
 def holds(head: LogHead, writer: LogWriter, now: float) -> bool:
@@ -162,20 +164,21 @@ def plan_commit(
 ) -> CommitPlan:
     """Decide a commit. ``prior`` is (first_seq, last_seq, digest) of the commit already
     stored under ``batch_id`` if the head reached it (an orphan is not a prior)."""
-    where = slot_name(writer.user_id, writer.session_id, "log")
     if prior is not None and prior[1] <= head.seq:
         first, last, old = prior
         if old != digest:
             raise BatchConflict(
-                f"{where}: batch {batch_id!r} was committed at seqs {first}..{last} with other "
-                "content; a retry must resend the same events"
+                f"{slot_name(writer.user_id, writer.session_id, 'log')}: batch {batch_id!r} "
+                f"was committed at seqs {first}..{last} with other content; a retry must "
+                "resend the same events"
             )
         result = CommitResult(first, last, head, duplicate=True)
         return CommitPlan(first, last, b"", digest, head, result)
     check_holds(head, writer, now, "commit")
     if type(expected_seq) is not int or expected_seq != head.seq:
         raise StalePrefix(
-            f"{where}: commit expected head seq {expected_seq!r}, the log is at {head.seq}",
+            f"{slot_name(writer.user_id, writer.session_id, 'log')}: commit expected head seq "
+            f"{expected_seq!r}, the log is at {head.seq}",
             expected=expected_seq if type(expected_seq) is int else -1,
             actual=head.seq,
         )
@@ -185,7 +188,8 @@ def plan_commit(
         if events[i].type == CHECKPOINT:
             checkpoint = first + i
             break
-    new_head = attrs.evolve(head, seq=last, commit_id=batch_id, checkpoint_seq=checkpoint)
     if finish:  # the writer's last commit: the lease ends with it (the backend seals the owner)
-        new_head = attrs.evolve(new_head, owner=None, lease_until=0.0)
-    return CommitPlan(first, last, data, digest, new_head, seal=writer.owner if finish else None)
+        new_head = LogHead(last, head.epoch, None, 0.0, batch_id, checkpoint)
+        return CommitPlan(first, last, data, digest, new_head, seal=writer.owner)
+    new_head = LogHead(last, head.epoch, head.owner, head.lease_until, batch_id, checkpoint)
+    return CommitPlan(first, last, data, digest, new_head)

@@ -42,7 +42,7 @@ from . import catalogue as c
 from .errors import TurnAlreadyCompleted
 from .heartbeat import HEARTBEAT
 from .recording import Recording, lease_of
-from .store import LogBackedStore
+from .store import LIVE, LogBackedStore
 
 log = logging.getLogger("hookagent.session_log")
 PLUGIN = "session-log"
@@ -156,7 +156,7 @@ async def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> None
     )
     agent = ctx.get(Agent)
     rec.note(c.RUN_STARTED, {"agent_id": agent.agent_id if agent else None})
-    store.recordings[slot] = rec
+    store.attach(slot, rec)
     HEARTBEAT.watch(rec)
 
 
@@ -164,7 +164,10 @@ def _recording(ctx: RuntimeContext) -> Recording | None:
     state = ctx.agent_state
     if state is None:
         return None
-    for store in _STORES:
+    rec = LIVE.get((state.user_id, state.session_id, ctx.run_id))
+    if rec is not None and rec.state is state:
+        return rec
+    for store in _STORES:  # (a run_id reused on the same slot by another store's run)
         rec = store.recordings.get((state.user_id, state.session_id))
         if rec is not None and rec.run_id == ctx.run_id and rec.state is state:
             return rec
@@ -233,9 +236,15 @@ def hookagent_before_persist(state: AgentState, ctx: RuntimeContext, outcome: st
 
 
 @hookimpl
-async def hookagent_on_run_event(event: RunEvent) -> None:
+def hookagent_on_run_event(event: RunEvent) -> Awaitable[None] | None:
+    """A plain function: a call's ten-odd events that are not its end make no coroutine
+    (the kernel awaits what an observer returns)."""
     if event.kind not in _ENDS:
-        return
+        return None
+    return _run_ended(event)
+
+
+async def _run_ended(event: RunEvent) -> None:
     for store in list(_STORES):
         slot = (event.user_id, event.session_id)
         early = store.acquired.get(slot)
@@ -248,7 +257,7 @@ async def hookagent_on_run_event(event: RunEvent) -> None:
         rec = store.recordings.get(slot)
         if rec is None or rec.run_id != event.run_id:
             continue
-        del store.recordings[slot]
+        store.detach(slot)
         HEARTBEAT.forget(rec)
         if rec.finished:
             continue

@@ -148,7 +148,10 @@ class Recording:
     while both hold, no checkpoint is due and the state is not encoded."""
     encodings: int = 0
     """How many times the state was encoded to decide a checkpoint (the tests count them)."""
-    _lock: anyio.Lock = attrs.Factory(anyio.Lock)
+    _lock: anyio.Lock = attrs.Factory(lambda: anyio.Lock(fast_acquire=True))
+    """A flush, a concurrent tool's flush and the heartbeat's renewal take turns; a free
+    lock is taken without yielding to the event loop (a W1 call's four flushes would
+    otherwise make four extra trips through the loop)."""
 
     def __attrs_post_init__(self) -> None:
         for name in ("run_id", "turn_id"):  # the envelopes' ids, checked once for every fact

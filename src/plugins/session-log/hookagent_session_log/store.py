@@ -12,6 +12,7 @@ refused (``VersionConflict``) when the state was read at an older seq than the h
 from __future__ import annotations
 
 import time
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -49,6 +50,11 @@ from .projection import Projection, gc_paused
 from .recording import Recording
 
 ADMIN_LEASE = 30.0
+LIVE: weakref.WeakValueDictionary[tuple[str, str, str | None], Recording] = (
+    weakref.WeakValueDictionary()
+)
+"""Every store's live recordings by (user_id, session_id, run_id): a run's middlewares find
+theirs with one lookup, four times a call (a store dropped with a run live leaves none)."""
 PROJECTIONS_KEPT = 1024
 """Sessions whose projection a process keeps warm (least recently used dropped first)."""
 
@@ -83,6 +89,7 @@ class LogBackedStore:
         self._projections: OrderedDict[tuple[str, str], Projection] = OrderedDict()
         self._loaded: dict[tuple[str, str], tuple[AgentState, int]] = {}
         self.recordings: dict[tuple[str, str], Recording] = {}
+        """The live run's recording per slot (``attach`` and ``detach`` keep ``LIVE`` in step)."""
         self.acquired: dict[tuple[str, str], LogWriter] = {}
         """Writers a run's load took, until its ``state_loaded`` makes them a recording."""
 
@@ -145,6 +152,20 @@ class LogBackedStore:
             else:
                 proj.apply(await log.read_after(user_id, session_id, start))
         return proj
+
+    def attach(self, slot: tuple[str, str], rec: Recording) -> None:
+        """``rec`` is the slot's live recording (what the run's middlewares find)."""
+        old = self.recordings.get(slot)
+        if old is not None:
+            _unlive(slot, old)
+        self.recordings[slot] = rec
+        LIVE[(*slot, rec.run_id)] = rec
+
+    def detach(self, slot: tuple[str, str]) -> Recording:
+        """The slot's recording, no longer live."""
+        rec = self.recordings.pop(slot)
+        _unlive(slot, rec)
+        return rec
 
     def warm(self, slot: tuple[str, str]) -> Projection | None:
         """The projection this process holds for ``slot`` (as of its last load or save)."""
@@ -229,7 +250,7 @@ class LogBackedStore:
             if expected_version is not UNCONDITIONAL and expected_version != rec.loaded_seq:
                 raise VersionConflict(user_id, session_id, key, expected_version, rec.seq)
             await rec.flush(state, self._end_events(rec, state), finish=True)
-            del self.recordings[slot]
+            self.detach(slot)
             HEARTBEAT.forget(rec)
             self._loaded[slot] = (state, rec.seq)
             return rec.seq
@@ -308,6 +329,12 @@ class LogBackedStore:
     async def aclose(self) -> None:
         if self._owns_log and self._log is not None:
             await self._log.aclose()
+
+
+def _unlive(slot: tuple[str, str], rec: Recording) -> None:
+    key = (*slot, rec.run_id)
+    if LIVE.get(key) is rec:
+        del LIVE[key]
 
 
 def _only_state(key: str) -> None:

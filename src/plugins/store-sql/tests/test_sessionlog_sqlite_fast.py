@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookagent.errors import LeaseHeld, LogFenced, StalePrefix
+from hookagent.errors import LeaseHeld, LogCorrupt, LogFenced, StalePrefix
 from hookagent.sessionlog import LogEvent
 from hookagent_store_sql import SqlSessionLog
 from hookagent_store_sql.runner import ThreadRunner
@@ -159,3 +159,32 @@ async def test_postgresql_sends_the_one_statement_by_asyncpg(tmp_path: Path) -> 
         assert (got.first_seq, got.last_seq, fin.head.owner) == (1, 2, None)
         assert await log.head("u", "s") == fin.head and await log.is_sealed("u", "s", "run")
         assert [e.event_id for e in await log.read_after("u", "s", 0)] == ["b0-0", "b0-1", "b1-0"]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+async def test_the_cold_read_takes_the_drivers_rows(dialect: str, tmp_path: Path) -> None:
+    """``read_rows_after`` is one statement sent by the driver itself (no SQLAlchemy row),
+    and gives what ``read_after`` gives."""
+    async with fresh_log(dialect, tmp_path) as log:
+        w = await log.acquire("u", "s", "run", 60)
+        for i in range(3):
+            await log.commit(w, f"b{i}", 2 * i, events(f"b{i}"))
+        sent: list[str] = []
+        runner = log._runner
+        engine = runner.engine if isinstance(runner, ThreadRunner) else log.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2]))
+        rows = await log.read_rows_after("u", "s", 1)
+        assert sent == []
+        assert [r[0] for r in rows] == [e.seq for e in await log.read_after("u", "s", 1)]
+        assert await log.read_rows_after("u", "new", 0) == []  # no head: no rows
+
+
+async def test_a_commit_row_whose_data_is_text_fails_closed(tmp_path: Path) -> None:
+    async with fresh_log("sqlite", tmp_path) as log:
+        w = await log.acquire("u", "s", "run", 60)
+        await log.commit(w, "b0", 0, events("b0"))
+        c = log.engine.dialect.identifier_preparer.format_table(log.tables.commits)
+        async with log.engine.begin() as conn:  # SQLite keeps whatever type it is given
+            await conn.exec_driver_sql(f"UPDATE {c} SET data = CAST(data AS TEXT)")
+        with pytest.raises(LogCorrupt, match="not bytes"):
+            await log.read_rows_after("u", "s", 0)

@@ -5,11 +5,15 @@
 For a 4,000-message history (the end of W1) it times, side by side:
   * full rewrite: ``UPDATE t SET doc = <whole history as JSONB/TEXT>`` (one row per session),
   * append: ``INSERT`` of the 4 messages of one agent call (one row per message),
-  * the floor of a correct warm call, no framework, the same driver (asyncpg; sqlite3): the
-    version check (``SELECT version``) and a checked append (PostgreSQL: one writable CTE,
-    ``UPDATE ... WHERE version = $seen`` bumping it and the 4-row ``INSERT`` only if it
-    did; SQLite: the same in one ``BEGIN IMMEDIATE`` transaction): two round trips, as the
-    store's call makes (docs/stores/sql.md, "What a call costs", says why two),
+  * the floor of a correct warm LEGACY call, no framework, the same driver (asyncpg;
+    sqlite3): the version check (``SELECT version``) and a checked append (PostgreSQL: one
+    writable CTE, ``UPDATE ... WHERE version = $seen`` bumping it and the 4-row ``INSERT``
+    only if it did; SQLite: the same in one ``BEGIN IMMEDIATE`` transaction): two round
+    trips, as the store's call makes (docs/stores/sql.md, "What a call costs", says why two),
+  * beside it, interleaved (one of each in turn), the floor of an EVENT_LOG W1 call: the
+    acquire and 4 fenced commits as the bare statements the SQL session log runs (its own
+    SQL text, taken from ``log_fast``/``log_sqlite``; the 4 commits' bytes of a real W1 call,
+    recorded on the memory log), same driver, no framework (``floor_event_log``),
   * the store itself: ``save_if_version`` appending 4 messages at 4,000, and a warm and a cold
     ``get_versioned`` (warm = this instance already holds the history; cold = a new instance).
 A design that rewrites the whole history pays the first on every call; one that appends pays
@@ -24,6 +28,7 @@ import asyncio
 import json
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -36,6 +41,8 @@ from hookagent.codec import encode_msg
 from hookagent.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from hookagent.state import AgentState
 from hookagent_store_sql import SQLAgentStateStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_agent, session_log
 
 HISTORY = 4000
 
@@ -72,6 +79,145 @@ async def timed(fn: Callable[[], Awaitable[Any]], iters: int, label: str = "") -
     if label:
         CPU[label] = med(cpu)
     return med(out)
+
+
+async def floors(
+    legacy: Callable[[], Awaitable[Any]], log: Callable[[], Awaitable[Any]], iters: int
+) -> dict[str, Any]:
+    """The LEGACY floor (check + checked append) and the EVENT_LOG floor (acquire + 4 fenced
+    commits), one of each in turn: the machine's load hits both alike. Medians, ms."""
+    wall: dict[str, list[float]] = {"legacy": [], "log": []}
+    cpu: dict[str, list[float]] = {"legacy": [], "log": []}
+    for _ in range(iters):
+        for name, fn in (("legacy", legacy), ("log", log)):
+            c, s = time.process_time(), time.perf_counter()
+            await fn()
+            wall[name].append(time.perf_counter() - s)
+            cpu[name].append(time.process_time() - c)
+    out = {
+        "floor_check_and_append_ms": med(wall["legacy"]),
+        "floor_check_and_append_cpu_ms": med(cpu["legacy"]),
+        "floor_event_log_ms": med(wall["log"]),
+        "floor_event_log_cpu_ms": med(cpu["log"]),
+    }
+    out["floor_event_log_over_legacy"] = round(
+        out["floor_event_log_ms"] / out["floor_check_and_append_ms"], 2
+    )
+    return out
+
+
+async def w1_commits() -> list[tuple[bytes, str, int, int]]:
+    """(data, digest, events, checkpoint index or -1) of the 4 commits of a warm W1 call on
+    the memory log (the bench's agent, call 3): the bytes the SQL log writes for one."""
+    from bench_agent import one_call
+    from hookagent.sessionlog import CHECKPOINT
+    from hookagent.sessionlog.rules import encode_commit
+    from session_log import config_for
+
+    config = config_for("log", "memory://floor")
+    log = await (await config.kernel.store()).log()
+    seen: list[tuple[bytes, str, int, int]] = []
+    commit = log.commit
+
+    async def recording(writer: Any, batch_id: str, expected: int, events: Any, **kw: Any) -> Any:
+        data, digest = encode_commit(events)
+        cps = [i for i, e in enumerate(events) if e.type == CHECKPOINT]
+        seen.append((data, digest, len(events), cps[-1] if cps else -1))
+        return await commit(writer, batch_id, expected, events, **kw)
+
+    log.commit = recording
+    for n in (1, 2, 3):
+        seen.clear()
+        await one_call(config, "u", "s", n)
+    await config.aclose()
+    if len(seen) != 4:
+        raise RuntimeError(f"a W1 call made {len(seen)} commits, not 4")
+    return list(seen)
+
+
+async def pg_log_floor(
+    conn: asyncpg.Connection, url: str, schema: str
+) -> Callable[[], Awaitable[None]]:
+    """The acquire and 4 commit statements of ``log_fast`` on the log's own tables (made by
+    ``SqlSessionLog``), sent by asyncpg with the parameters the log binds."""
+    from hookagent_store_sql import SqlSessionLog
+    from hookagent_store_sql.log_fast import FastStatements
+    from hookagent_store_sql.log_pg import numbered
+    from hookagent_store_sql.log_schema import id_hash
+
+    log = SqlSessionLog(url, schema=schema, table_prefix="floor_")
+    await log.release(await log.acquire("u", "s", "floor", 600))  # the head row exists
+    prep = log.engine.dialect.identifier_preparer
+    fast = FastStatements(log.tables, prep, clock=True)
+    await log.aclose()
+    acquire, names_a = numbered(fast.acquire)
+    commit, names_c = numbered(fast.commit[False])
+    batches = await w1_commits()
+    base = {"u": "u", "s": "s", "o": "floor", "oh": id_hash("floor"), "lease": 600.0}
+    n = [0]
+
+    async def call() -> None:
+        got = await conn.fetchrow(acquire, *[base[k] for k in names_a])
+        if got is None:
+            raise RuntimeError("the floor's acquire changed no row")
+        seq, epoch = got[0], got[1]
+        for data, digest, count, cp in batches:
+            n[0] += 1
+            b = f"floor-{n[0]}"
+            p = {**base, "epoch": epoch, "expected": seq, "first": seq + 1}
+            p.update(last=seq + count, cp=seq + 1 + cp if cp >= 0 else 0, d=digest, data=data)
+            p.update(b=b, bh=id_hash(b))
+            row = await conn.fetchrow(commit, *[p[k] for k in names_c])
+            if row is None:
+                raise RuntimeError("the floor's commit changed no row")
+            seq = row[0]
+
+    return call
+
+
+async def sqlite_log_floor(
+    path: Path,
+) -> tuple[sqlite3.Connection, Callable[[], Awaitable[None]]]:
+    """``log_sqlite``'s transactions (the acquire unsynced, 4 synced commits of BEGIN
+    IMMEDIATE, the head's UPDATE ... RETURNING, the commit's INSERT, COMMIT) on the log's
+    own tables, by sqlite3."""
+    from hookagent_store_sql import SqlSessionLog
+    from hookagent_store_sql.log_schema import id_hash
+    from hookagent_store_sql.log_sqlite import SqliteLogFast
+    from hookagent_store_sql.runner import ThreadRunner
+
+    log = SqlSessionLog(f"sqlite+aiosqlite:///{path}", table_prefix="floor_")
+    await log.release(await log.acquire("u", "s", "floor", 600))
+    runner = log._runner
+    assert isinstance(runner, ThreadRunner)  # a log opened from a URL
+    stmts = SqliteLogFast(runner, log.tables, log.engine.dialect.identifier_preparer, "FULL")
+    await log.aclose()
+    batches = await w1_commits()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA synchronous=FULL")
+    oh, n = id_hash("floor"), [0]
+
+    async def call() -> None:
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("BEGIN IMMEDIATE")
+        got = db.execute(stmts.acquire_sql, ("u", "s", "floor", oh, time.time(), 600.0)).fetchall()
+        db.execute("COMMIT")
+        db.execute("PRAGMA synchronous=FULL")
+        seq, epoch = got[0][0], got[0][1]
+        for data, digest, count, cp in batches:
+            n[0] += 1
+            b, last = f"floor-{n[0]}", seq + count
+            bh = id_hash(b)
+            db.execute("BEGIN IMMEDIATE")
+            args = ("u", "s", "floor", oh, time.time(), epoch, seq, last, b, bh)
+            rows = db.execute(stmts.commit_sql[False], (*args, seq + 1 + cp if cp >= 0 else 0))
+            if len(rows.fetchall()) != 1:
+                raise RuntimeError("the floor's commit changed no row")
+            db.execute(stmts.insert_sql, ("u", "s", seq + 1, last, bh, b, digest, data))
+            db.execute("COMMIT")
+            seq = last
+
+    return db, call
 
 
 async def pg_raw(dsn: str, iters: int) -> dict[str, Any]:
@@ -124,6 +270,8 @@ async def pg_raw(dsn: str, iters: int) -> dict[str, Any]:
                     [(base + i, b) for i, b in enumerate(new)],
                 )
 
+        url = dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
+        log_call = await pg_log_floor(conn, url, schema)
         return {
             "doc_bytes": len(doc.encode()),
             "update_full_jsonb_ms": await timed(rewrite, iters),
@@ -131,8 +279,7 @@ async def pg_raw(dsn: str, iters: int) -> dict[str, Any]:
             "insert_4_rows_cpu_ms": CPU["insert"],
             "floor_check_ms": await timed(check, iters, "check"),
             "floor_check_cpu_ms": CPU["check"],
-            "floor_check_and_append_ms": await timed(check_append, iters, "floor"),
-            "floor_check_and_append_cpu_ms": CPU["floor"],
+            **await floors(check_append, log_call, iters),
         }
     finally:
         await conn.execute(f"DROP SCHEMA {schema} CASCADE")
@@ -186,6 +333,7 @@ async def sqlite_raw(path: Path, iters: int) -> dict[str, Any]:
         )
         db.execute("COMMIT")
 
+    log_db, log_call = await sqlite_log_floor(path.with_name("log-floor.db"))
     try:
         return {
             "doc_bytes": len(doc.encode()),
@@ -194,11 +342,11 @@ async def sqlite_raw(path: Path, iters: int) -> dict[str, Any]:
             "insert_4_rows_cpu_ms": CPU["insert"],
             "floor_check_ms": await timed(check, iters, "check"),
             "floor_check_cpu_ms": CPU["check"],
-            "floor_check_and_append_ms": await timed(check_append, iters, "floor"),
-            "floor_check_and_append_cpu_ms": CPU["floor"],
+            **await floors(check_append, log_call, iters),
         }
     finally:
         db.close()
+        log_db.close()
 
 
 async def through_store(url: str, prefix: str, iters: int) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class FastStatements:
       AND h.rev = (SELECT snap.rev FROM {heads} snap
                    WHERE snap.user_id = :u AND snap.session_id = :s)"""  # noqa: S608
         self._heads, self._commits, self._seals = heads, commits, seals
+        self.heads, self.commits = heads, commits  # formatted, quoted
         self.acquire = self._acquire()
         self.commit = {finish: self._commit(finish) for finish in (False, True)}
 

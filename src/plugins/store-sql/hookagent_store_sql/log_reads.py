@@ -6,6 +6,7 @@ fails closed (``LogCorrupt``) on a gap or on a head whose commit row is missing.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hookagent.errors import LogCorrupt
@@ -28,6 +29,10 @@ def _head(row: Row[Any] | None) -> LogHead:
     return LogHead(int(seq), int(epoch), owner, float(lease), commit_id, int(checkpoint))
 
 
+def _bad(where: str) -> Any:
+    raise LogCorrupt(f"{where}: a commit row's data is not bytes")
+
+
 class LogReads:
     """Mixed into ``SqlSessionLog``, which provides ``_ready``, ``_retry`` and ``_what``."""
 
@@ -35,6 +40,10 @@ class LogReads:
 
     async def _ready(self) -> LogQueries:
         raise NotImplementedError
+
+    def _raw_reader(self) -> Callable[[str, str, int], Awaitable[list[Any]]] | None:
+        """The driver's own read of ``LogQueries.read(None)`` (after ``_ready``), if any."""
+        return None
 
     @staticmethod
     def _what(op: str, user_id: str, session_id: str) -> str:
@@ -91,8 +100,20 @@ class LogReads:
         check_session(user_id, session_id)
         check_after(seq, None)
         q = await self._ready()
-        stmt, params = q.read(None), {"u": user_id, "s": session_id, "after": seq}
         what = self._what("read_after", user_id, session_id)
+        where = slot_name(user_id, session_id, "log")
+        reader = self._raw_reader()
+        if reader is not None:  # the driver's own tuples: (head, first, last, data)
+            raw: list[Any] = await self._retry.read_with(
+                what, lambda: reader(user_id, session_id, seq)
+            )
+            if not raw:
+                return []
+            if raw[0][1] is None:  # the head alone (the outer join matched no commit)
+                return rows_after((), seq, int(raw[0][0]), where=where)
+            commits = [(f, n, d) if type(d) is bytes else _bad(where) for _, f, n, d in raw]
+            return rows_after(commits, seq, int(raw[0][0]), where=where)
+        stmt, params = q.read(None), {"u": user_id, "s": session_id, "after": seq}
         rows = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
         if not rows:
             return []
@@ -101,9 +122,7 @@ class LogReads:
             for r in rows
             if r.first_seq is not None
         ]
-        return rows_after(
-            commits, seq, int(rows[0].seq), where=slot_name(user_id, session_id, "log")
-        )
+        return rows_after(commits, seq, int(rows[0].seq), where=where)
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None

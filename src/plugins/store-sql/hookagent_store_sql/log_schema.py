@@ -9,6 +9,7 @@ the id itself in a plain column.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from typing import Any
 
@@ -39,6 +40,10 @@ def id_hash(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
+owner_hash = functools.lru_cache(maxsize=1024)(id_hash)
+"""``id_hash`` of an owner (a run id), made once per run instead of once per operation."""
+
+
 class MysqlBlob(TypeDecorator[bytes]):
     """LONGBLOB (a commit may be 8 MiB; BLOB holds 64 KiB) whose values are sent as base64
     text through ``FROM_BASE64``: aiomysql 0.3 cannot bind ``bytes`` with PyMySQL >= 1.2
@@ -62,6 +67,18 @@ def _blob(flavor: Flavor) -> TypeEngine[bytes]:
     if flavor.name in ("mysql", "mariadb"):
         return MysqlBlob()
     return LargeBinary()
+
+
+def read_sql(heads: str, commits: str, marks: tuple[str, str, str]) -> str:
+    """``LogQueries.read(None)`` as plain SQL for the drivers' own calls (tables formatted
+    and quoted by the dialect; ``marks``: the user, session and after parameters)."""
+    u, s, after = marks
+    return f"""SELECT h.seq, c.first_seq, c.last_seq, c.data
+FROM {heads} h LEFT OUTER JOIN {commits} c
+  ON c.user_id = h.user_id AND c.session_id = h.session_id AND c.last_seq > {after}
+  AND c.first_seq <= h.seq
+WHERE h.user_id = {u} AND h.session_id = {s}
+ORDER BY c.first_seq"""  # noqa: S608
 
 
 class LogTables:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
 import attrs
 from hookagent.errors import LogCorrupt, StoreConfigurationError, StoreUnavailable
@@ -40,10 +40,13 @@ from .config import TableNames, backend_of, install_sqlite_pragmas, make_engine,
 from .errors import TRANSLATED, is_duplicate
 from .log_fast import MAX_SEQ, FastStatements, checkpoint_in, head_of
 from .log_fast import run as run_fast
+from .log_pg import PgLogDirect
 from .log_queries import HEAD_COLUMNS, LogQueries
 from .log_reads import LogReads, _head
-from .log_schema import LogTables, id_hash
+from .log_schema import LogTables, id_hash, owner_hash
+from .log_sqlite import LeaseRunner, SqliteLogFast
 from .migrations import flavor_of
+from .pg_direct import usable
 from .prepare import prepare_schema
 from .queries import RetryTransaction
 from .retry import Retrying
@@ -133,8 +136,13 @@ class SqlSessionLog(LogReads):
         else:
             self._runner = AsyncRunner(self._engine, read_engine, self._sqlite_key)
         self._retry = Retrying(self._runner, retry_deadline, retry_disconnects)
+        self._retry_deadline, self._retry_disconnects = retry_deadline, retry_disconnects
+        self._lease_retry = self._retry  # SQLite's: lease changes unsynced (log_sqlite)
         self._q: LogQueries | None = None
         self._fast: FastStatements | None = None  # PostgreSQL's one-statement path
+        self._lite: SqliteLogFast | None = None  # SQLite's one-transaction path
+        self._pg: PgLogDirect | None = None  # the one-statement path sent by asyncpg
+        self._sync = sqlite_synchronous
         self._ready_lock: asyncio.Lock | None = None
         self._closed = False
 
@@ -178,6 +186,12 @@ class SqlSessionLog(LogReads):
         prep = self._engine.dialect.identifier_preparer
         if self._backend == "postgresql":
             self._fast = FastStatements(self.tables, prep, clock=self._clock is None)
+            if usable(self._engine):
+                self._pg = PgLogDirect(self._engine, self._fast)
+        if isinstance(self._runner, ThreadRunner):
+            self._lite = SqliteLogFast(self._runner, self.tables, prep, self._sync)
+            lease = cast(ThreadRunner, LeaseRunner(self._runner, self._lite))  # write() only
+            self._lease_retry = Retrying(lease, self._retry_deadline, self._retry_disconnects)
         self._q = LogQueries(self.tables, self._backend, prep)
 
     async def open(self) -> SqlSessionLog:
@@ -241,16 +255,30 @@ class SqlSessionLog(LogReads):
                 raise RetryTransaction() from exc
             raise
 
-    async def _try_fast(self, what: str, stmt: Any, params: dict[str, Any]) -> Row[Any] | None:
-        """The one-statement path's row, None to take the locked transaction (log_fast). A
-        lost connection too: if the statement had landed, the transaction finds its commit
-        and answers the duplicate (same seqs), or finds the head moved."""
+    async def _try_fast(
+        self, what: str, finish: bool | None, params: dict[str, Any]
+    ) -> LogHead | None:
+        """The one-statement path's head (``finish`` None: the acquire's, else a commit's),
+        None to take the locked transaction (log_fast). A lost connection too: if the
+        statement had landed, the transaction finds its commit and answers the duplicate
+        (same seqs), or finds the head moved. Sent by asyncpg itself when it is the driver."""
+        assert self._fast is not None
         if self._clock is not None:
             params = {**params, "now": float(self._clock())}
+        if self._pg is not None:
+            sql = self._pg.acquire if finish is None else self._pg.commit[finish]
+            return await self._pg.fetch_head(what, sql, params)
+        stmt = self._fast.acquire if finish is None else self._fast.commit[finish]
         try:
-            return await self._retry.read(what, lambda c: run_fast(c, stmt, params))
+            row = await self._retry.read(what, lambda c: run_fast(c, stmt, params))
         except StoreUnavailable:
             return None
+        return None if row is None else head_of(row)
+
+    def _raw_reader(self) -> Callable[[str, str, int], Awaitable[list[Any]]] | None:
+        if self._pg is not None:
+            return self._pg.read
+        return None if self._lite is None else self._lite.read
 
     @property
     def _queries(self) -> LogQueries:
@@ -270,13 +298,17 @@ class SqlSessionLog(LogReads):
         check_owner(owner)
         lease = check_lease(lease_seconds)
         q = await self._ready()
-        params = {"u": user_id, "s": session_id, "oh": id_hash(owner), "o": owner}
+        params = {"u": user_id, "s": session_id, "oh": owner_hash(owner), "o": owner}
         what = self._what("acquire", user_id, session_id)
         if self._fast is not None:
-            row = await self._try_fast(what, self._fast.acquire, {**params, "lease": lease})
-            if row is not None:
-                fast = head_of(row)
+            fast = await self._try_fast(what, None, {**params, "lease": lease})
+            if fast is not None:
                 return LogWriter(user_id, session_id, owner, fast.epoch, fast.lease_until, fast.seq)
+        if self._lite is not None:
+            now = self._now(None)
+            got = await self._lite.acquire(user_id, session_id, owner, params["oh"], now, lease)
+            if got is not None:
+                return LogWriter(user_id, session_id, owner, got.epoch, got.lease_until, got.seq)
 
         def op(conn: Connection) -> LogHead:
             row = self._lock(conn, q.lock, params)
@@ -291,7 +323,7 @@ class SqlSessionLog(LogReads):
             conn.execute(q.update_head, {**params, **_values(head, row.rev + 1)})
             return head
 
-        head = await self._retry.write(what, op)
+        head = await self._lease_retry.write(what, op)
         return LogWriter(user_id, session_id, owner, head.epoch, head.lease_until, head.seq)
 
     async def renew(self, writer: LogWriter, lease_seconds: float) -> LogWriter:
@@ -299,7 +331,7 @@ class SqlSessionLog(LogReads):
         lease = check_lease(lease_seconds)
         q = await self._ready()
         u, s = writer.user_id, writer.session_id
-        params = {"u": u, "s": s, "oh": id_hash(writer.owner), "o": writer.owner}
+        params = {"u": u, "s": s, "oh": owner_hash(writer.owner), "o": writer.owner}
 
         def op(conn: Connection) -> float:
             row = self._lock(conn, q.lock, params)
@@ -311,14 +343,14 @@ class SqlSessionLog(LogReads):
             conn.execute(q.update_head, {**params, **_values(new, row.rev + 1)})
             return now + lease
 
-        until = await self._retry.write(self._what("renew", u, s), op)
+        until = await self._lease_retry.write(self._what("renew", u, s), op)
         return attrs.evolve(writer, lease_until=until)
 
     async def release(self, writer: LogWriter) -> bool:
         check_writer(writer)
         q = await self._ready()
         u, s = writer.user_id, writer.session_id
-        params = {"u": u, "s": s, "oh": id_hash(writer.owner), "o": writer.owner}
+        params = {"u": u, "s": s, "oh": owner_hash(writer.owner), "o": writer.owner}
 
         def op(conn: Connection) -> bool:
             row = self._lock(conn, q.lock, params)
@@ -329,13 +361,13 @@ class SqlSessionLog(LogReads):
             conn.execute(q.update_head, {**params, **_values(new, row.rev + 1)})
             return True
 
-        return await self._retry.write(self._what("release", u, s), op)
+        return await self._lease_retry.write(self._what("release", u, s), op)
 
     async def seal(self, user_id: str, session_id: str, owner: str) -> None:
         check_session(user_id, session_id)
         check_owner(owner)
         q = await self._ready()
-        params = {"u": user_id, "s": session_id, "oh": id_hash(owner), "o": owner}
+        params = {"u": user_id, "s": session_id, "oh": owner_hash(owner), "o": owner}
 
         def op(conn: Connection) -> None:
             row = self._lock(conn, q.lock, params)
@@ -367,16 +399,26 @@ class SqlSessionLog(LogReads):
         data, digest = encode_commit(events)
         q = await self._ready()
         u, s = writer.user_id, writer.session_id
-        params = {"u": u, "s": s, "oh": id_hash(writer.owner), "o": writer.owner}
+        params = {"u": u, "s": s, "oh": owner_hash(writer.owner), "o": writer.owner}
         params.update(bh=id_hash(batch_id), b=batch_id)
-        what = self._what("commit", u, s)
         if self._fast is not None and type(expected_seq) is int and 0 <= expected_seq < MAX_SEQ:
             first, last = expected_seq + 1, expected_seq + len(events)
             fast = {**params, "epoch": writer.epoch, "expected": expected_seq, "first": first}
             fast.update(last=last, cp=checkpoint_in(events, first), d=digest, data=data)
-            row = await self._try_fast(what, self._fast.commit[bool(finish)], fast)
-            if row is not None:
-                return CommitResult(first, last, head_of(row))
+            got = await self._try_fast(self._what("commit", u, s), bool(finish), fast)
+            if got is not None:
+                return CommitResult(first, last, got)
+        elif self._lite is not None and type(expected_seq) is int and 0 <= expected_seq < MAX_SEQ:
+            first, last = expected_seq + 1, expected_seq + len(events)
+            key = (u, s, writer.owner, params["oh"])
+            batch = (batch_id, params["bh"], digest, data)
+            cp, now = checkpoint_in(events, first), self._now(None)
+            got = await self._lite.commit(
+                key, writer.epoch, expected_seq, last, batch, cp, now, finish
+            )
+            if got is not None:
+                return CommitResult(first, last, got)
+        what = self._what("commit", u, s)
 
         def op(conn: Connection) -> CommitResult:
             row = self._lock(conn, q.lock_commit, params)

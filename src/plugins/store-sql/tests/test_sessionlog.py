@@ -13,6 +13,7 @@ import pytest
 from hookagent.errors import LeaseHeld, LogCorrupt, LogFenced, StalePrefix
 from hookagent.sessionlog import InMemorySessionLog, LogEvent, open_session_log
 from hookagent_store_sql import SqlSessionLog, TableNames
+from hookagent_store_sql.runner import ThreadRunner
 from logenv import another_handle, fresh_log, plant_head, plant_orphan
 from sqlalchemy import event, text
 from sqlenv import DIALECTS, drop_tables, unique_name, url_for
@@ -185,14 +186,40 @@ async def test_a_commit_that_waited_for_the_lock_sees_what_the_holder_wrote(
         assert [e.seq for e in await log.read_after("u", "s", 0)] == [1, 2]
 
 
+def _verb(sql: str) -> str:
+    words = sql.split()
+    return "PRAGMA " + words[-1] if words[0] == "PRAGMA" else words[0]
+
+
 def _count(log: SqlSessionLog, dialect: str) -> list[str]:
     """What each operation sends, one entry per round trip: every statement (first word;
     ``AUTO:`` when its connection is in autocommit, where BEGIN/COMMIT are not sent), and on
     a transaction's connection its BEGIN (PostgreSQL only: the MySQL drivers and SQLite's
     ``BEGIN IMMEDIATE`` statement send none of their own) and COMMIT or ROLLBACK. On SQLite
-    the whole operation is one hop into the file's thread, no round trip."""
+    the whole operation is one hop into the file's thread, no round trip: there every
+    statement SQLite runs is listed (sqlite3's trace callback, whoever sends it; the verb,
+    ``PRAGMA`` with its setting). PostgreSQL's statements sent by asyncpg itself (``log_pg``)
+    are listed as ``AUTO:`` too (autocommit)."""
     seen: list[str] = []
     runner = log._runner
+    if dialect == "sqlite":
+        assert isinstance(runner, ThreadRunner)
+
+        def on_connect(conn: Any, _record: Any) -> None:
+            conn.set_trace_callback(lambda sql: seen.append(_verb(sql)))
+
+        event.listen(runner.engine, "connect", on_connect)
+        runner.engine.dispose()  # the pooled connections are remade, traced
+        return seen
+    direct = log._pg
+    if direct is not None:
+        run = direct.run
+
+        async def recorded(sql: str, fn: Any) -> Any:
+            seen.append("AUTO:" + sql.split()[0])
+            return await run(sql, fn)
+
+        direct.run = recorded  # type: ignore[method-assign,assignment]
     engine = runner.engine if hasattr(runner, "engine") else log.engine.sync_engine
 
     def auto(conn: Any) -> bool:
@@ -222,31 +249,42 @@ async def test_statements_per_operation(dialect: str, tmp_path: Path) -> None:
         await log.commit(w, "b0", 0, batch("b0", 0, 1))
         seen = _count(log, dialect)
         await log.commit(w, "b1", 1, batch("b1", 0, 4))
-        lock = ["BEGIN", "SELECT"] if dialect == "sqlite" else ["SELECT"]
+        lite = dialect == "sqlite"
+        # SQLite's warm commit: the head's UPDATE ... RETURNING gates the INSERT (log_sqlite)
         if pg:  # the warm commit: one autocommit statement, one round trip
             assert seen == ["AUTO:WITH"], seen
+        elif lite:
+            assert seen == ["BEGIN", "UPDATE", "INSERT", "COMMIT"], seen
         else:
-            assert seen == [*lock, "INSERT", "UPDATE", "COMMIT"], seen
+            assert seen == ["SELECT", "INSERT", "UPDATE", "COMMIT"], seen
         del seen[:]
         with pytest.raises(StalePrefix):  # refused: the locked transaction says why
             await log.commit(w, "b2", 1, batch("b2", 0, 1))
-        slow = ["BEGIN", "SELECT", "ROLLBACK"] if pg else [*lock, "ROLLBACK"]
-        assert seen == (["AUTO:WITH", *slow] if pg else slow), seen
+        slow = ["BEGIN", "SELECT", "ROLLBACK"] if pg or lite else ["SELECT", "ROLLBACK"]
+        fast = ["AUTO:WITH"] if pg else ["BEGIN", "UPDATE", "ROLLBACK"] if lite else []
+        assert seen == [*fast, *slow], seen
         del seen[:]
         await log.commit(w, "b2", 5, batch("b2", 0, 1), finish=True)
         fin = ["INSERT", "UPDATE", "INSERT", "COMMIT"]
-        assert seen == (["AUTO:WITH"] if pg else [*lock, *fin]), seen
+        if lite:
+            assert seen == ["BEGIN", "UPDATE", "INSERT", "INSERT", "COMMIT"], seen
+        else:
+            assert seen == (["AUTO:WITH"] if pg else ["SELECT", *fin]), seen
         del seen[:]
         w = await log.acquire("u", "s", "run-2", 60)  # a warm acquire
         assert w.epoch == 2 and w.seq == 6
-        write = ["SELECT", "UPDATE", "COMMIT"]
-        assert seen == (["AUTO:UPDATE"] if pg else [*lock[:-1], *write]), seen
+        if lite:  # a lease change runs unsynced: the level restored after its COMMIT
+            unsynced = ["PRAGMA NORMAL", "BEGIN", "UPDATE", "COMMIT", "PRAGMA FULL"]
+            assert seen == unsynced, seen
+        else:
+            assert seen == (["AUTO:UPDATE"] if pg else ["SELECT", "UPDATE", "COMMIT"]), seen
         del seen[:]
         await log.head("u", "s")
         await log.read_after("u", "s", 0)
         await log.read_after("u", "s", 3, limit=2)
         # a read: one statement; elsewhere the driver also sends the ROLLBACK ending its snapshot
-        assert seen == (["AUTO:SELECT"] if pg else ["SELECT", "ROLLBACK"]) * 3, seen
+        read = ["AUTO:SELECT"] if pg else ["SELECT"] if lite else ["SELECT", "ROLLBACK"]
+        assert seen == read * 3, seen
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -29,8 +29,18 @@ def events(tag: str, n: int = 2) -> list[LogEvent]:
 
 
 def statements(log: SqlSessionLog) -> list[str]:
+    """What the log sends: through SQLAlchemy, and by asyncpg itself (``log_pg``)."""
     seen: list[str] = []
     event.listen(log.engine.sync_engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    direct = log._pg
+    if direct is not None:
+        run = direct.run
+
+        async def recorded(sql: str, fn: Any) -> Any:
+            seen.append(sql)
+            return await run(sql, fn)
+
+        direct.run = recorded  # type: ignore[method-assign,assignment]
     return seen
 
 

@@ -71,6 +71,10 @@ def test(args: list[str]) -> int:
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")
     run(BIN / "mypy")
+    # Byte-compile once: where PYTHONDONTWRITEBYTECODE is set (this project's machines),
+    # every process the tests start would otherwise compile hookagent's sources again
+    # (about 0.5-0.8 s of a CLI process's 3 s start). Python only reads these files.
+    run(PY, "-m", "compileall", "-q", "-j", "0", "src", "examples", "tests")
     result = subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT)
     return result.returncode
 

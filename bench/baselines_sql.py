@@ -286,26 +286,18 @@ async def pg_raw(dsn: str, iters: int) -> dict[str, Any]:
         await conn.close()
 
 
-async def sqlite_raw(path: Path, iters: int) -> dict[str, Any]:
-    msgs = [encode_msg(m).decode() for m in history(HISTORY // 4)]
-    doc = "[" + ",".join(msgs) + "]"
-    new = [encode_msg(m).decode() for m in call_messages(10**6)]
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
-    db.execute("CREATE TABLE blob (id INTEGER PRIMARY KEY, doc TEXT)")
-    db.execute("CREATE TABLE rows (u TEXT, s TEXT, seq INT, body TEXT, PRIMARY KEY (u, s, seq))")
-    db.execute("INSERT INTO blob VALUES (1, ?)", (doc,))
-    db.execute("CREATE TABLE slot (u TEXT, s TEXT, version INT, PRIMARY KEY (u, s))")
-    db.execute("INSERT INTO slot VALUES ('u', 's', 1)")
-    seq = [HISTORY]
-    check_sql = "SELECT version FROM slot WHERE u = 'u' AND s = 's'"
+SQLITE_CHECK = "SELECT version FROM slot WHERE u = 'u' AND s = 's'"
 
-    async def check() -> None:
-        db.execute(check_sql).fetchone()
+
+def sqlite_check_append(
+    db: sqlite3.Connection, seq: list[int], new: list[str]
+) -> Callable[[], Awaitable[None]]:
+    """The floor of a correct warm call on sqlite3 (shared with probe_sql_floor.py): the
+    version check, then ``BEGIN IMMEDIATE``, the compare-and-set ``UPDATE``, the 4 rows,
+    ``COMMIT``. ``seq`` holds the next row's index and moves by 4 a call."""
 
     async def check_append() -> None:
-        (seen,) = db.execute(check_sql).fetchone()
+        (seen,) = db.execute(SQLITE_CHECK).fetchone()
         base = seq[0]
         seq[0] += 4
         db.execute("BEGIN IMMEDIATE")
@@ -320,6 +312,29 @@ async def sqlite_raw(path: Path, iters: int) -> dict[str, Any]:
             "INSERT INTO rows VALUES ('u', 's', ?, ?)", [(base + i, b) for i, b in enumerate(new)]
         )
         db.execute("COMMIT")
+
+    return check_append
+
+
+async def sqlite_raw(path: Path, iters: int) -> dict[str, Any]:
+    msgs = [encode_msg(m).decode() for m in history(HISTORY // 4)]
+    doc = "[" + ",".join(msgs) + "]"
+    new = [encode_msg(m).decode() for m in call_messages(10**6)]
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE blob (id INTEGER PRIMARY KEY, doc TEXT)")
+    db.execute("CREATE TABLE rows (u TEXT, s TEXT, seq INT, body TEXT, PRIMARY KEY (u, s, seq))")
+    db.execute("INSERT INTO blob VALUES (1, ?)", (doc,))
+    db.execute("CREATE TABLE slot (u TEXT, s TEXT, version INT, PRIMARY KEY (u, s))")
+    db.execute("INSERT INTO slot VALUES ('u', 's', 1)")
+    seq = [HISTORY]
+    check_sql = SQLITE_CHECK
+
+    async def check() -> None:
+        db.execute(check_sql).fetchone()
+
+    check_append = sqlite_check_append(db, seq, new)
 
     async def rewrite() -> None:
         db.execute("UPDATE blob SET doc = ? WHERE id = 1", (doc,))

@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from baselines_sql import HISTORY, call_messages, history  # noqa: E402
+from baselines_sql import HISTORY, call_messages, history, sqlite_check_append  # noqa: E402
 from hookagent.codec import encode_msg  # noqa: E402
 from hookagent.state import AgentState  # noqa: E402
 from hookagent_store_sql import SQLAgentStateStore  # noqa: E402
@@ -49,24 +49,8 @@ async def sqlite_floor(path: Path, n: int, warm: int, trace: list[str] | None) -
     db.execute("CREATE TABLE slot (u TEXT, s TEXT, version INT, PRIMARY KEY (u, s))")
     db.execute("INSERT INTO slot VALUES ('u', 's', 1)")
     seq = [HISTORY]
-    check_sql = "SELECT version FROM slot WHERE u = 'u' AND s = 's'"
 
-    async def check_append() -> None:  # baselines_sql.sqlite_raw's, statement for statement
-        (seen,) = db.execute(check_sql).fetchone()
-        base = seq[0]
-        seq[0] += 4
-        db.execute("BEGIN IMMEDIATE")
-        up = db.execute(
-            "UPDATE slot SET version = version + 1 WHERE u = 'u' AND s = 's' AND version = ?",
-            (seen,),
-        )
-        if up.rowcount != 1:
-            db.execute("ROLLBACK")
-            raise RuntimeError("the floor's checked append lost its version")
-        db.executemany(
-            "INSERT INTO rows VALUES ('u', 's', ?, ?)", [(base + i, b) for i, b in enumerate(new)]
-        )
-        db.execute("COMMIT")
+    check_append = sqlite_check_append(db, seq, new)  # baselines_sql's, the same statements
 
     for _ in range(warm):
         await check_append()

@@ -27,6 +27,12 @@ def model_name(model: Any) -> str:
     return repr(getattr(model, "name", type(model).__name__))
 
 
+def _failed(model: object, exc: Exception) -> ModelError:
+    """What a provider's own exception becomes (the chain's innermost link and the
+    chainless call say the same)."""
+    return ModelError(f"model {model_name(model)} failed: {type(exc).__name__}: {exc}")
+
+
 async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
     """One inference: request shaping hooks, then the middleware chain, then checks."""
     kernel = ex.kernel
@@ -53,9 +59,7 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
             except (ModelError, Interrupted):
                 raise
             except Exception as exc:
-                raise ModelError(
-                    f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
-                ) from exc
+                raise _failed(model, exc) from exc
     else:
 
         async def call_model(req: ModelRequest) -> ModelResponse:
@@ -82,9 +86,7 @@ async def ask_model(ex: Execution, state: AgentState) -> ModelResponse:
             except (ModelError, Interrupted):
                 raise
             except Exception as exc:
-                raise ModelError(
-                    f"model {model_name(model)} failed: {type(exc).__name__}: {exc}"
-                ) from exc
+                raise _failed(model, exc) from exc
             return response  # type: ignore[no-any-return]  # checked once, after the chain
 
         chain: CallNext = call_model

@@ -50,12 +50,36 @@ from .damage import damaged as _damaged
 from .damage import decoded as _decoded
 from .errors import VersionRegression, retrying, translated
 from .index import SessionIndex, decode_member
-from .keys import DEFAULT_PREFIX, KeyLayout
+from .keys import DEFAULT_PREFIX, KeyLayout, SessionKeys
+from .logwire import Packed, arg, wire_for
 from .options import check_options, check_replication
 
 _SAVE, _LOAD, _DELETE = lua.Script(lua.SAVE), lua.Script(lua.LOAD), lua.Script(lua.DELETE)
 RETRIES = 1
+SLOTS_KEPT = 4096
+"""Slots whose key names and packed scripts an instance keeps (then it starts over)."""
 T = TypeVar("T")
+
+
+class _SlotNames:
+    """One slot's names and its scripts' fixed bytes, made once per slot: a warm call
+    formatted six keys, encoded three ids and packed the keys of two scripts each time."""
+
+    __slots__ = ("kname", "load", "load_keys", "load_what", "save", "save_keys", "save_what",
+                 "session", "sid", "where")  # fmt: skip
+
+    def __init__(self, layout: KeyLayout, slot: Slot, atomic_index: bool) -> None:
+        user_id, session_id, key = slot
+        self.where = slot_name(user_id, session_id, key)
+        self.load_what, self.save_what = f"load of {self.where}", f"save on {self.where}"
+        self.session: SessionKeys = layout.session(user_id, session_id)
+        self.kname, self.sid = encode_id(key), encode_id(session_id)
+        sk, kname = self.session, self.kname
+        self.load_keys = [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta]
+        self.save_keys = [*self.load_keys]
+        if atomic_index:
+            self.save_keys.append(layout.user_index(user_id))
+        self.load, self.save = Packed(_LOAD, self.load_keys, []), Packed(_SAVE, self.save_keys, [])
 
 
 def _s(value: Any) -> str:
@@ -105,6 +129,17 @@ class RedisAgentStateStore(SessionIndex):
         # one node holds every key: the scripts may keep the index in the same atomic step
         self.atomic_index = not _is_cluster(client) if atomic_index is None else atomic_index
         self._on_close = list(on_close)
+        # standalone and Sentinel: the load and save scripts on held connections (logwire)
+        self._wire = wire_for(client)
+        self._names: dict[Slot, _SlotNames] = {}
+
+    def _slot(self, slot: Slot) -> _SlotNames:
+        names = self._names.get(slot)
+        if names is None:
+            if len(self._names) >= SLOTS_KEPT:
+                self._names.clear()
+            names = self._names[slot] = _SlotNames(self.layout, slot, self.atomic_index)
+        return names
 
     def __repr__(self) -> str:
         return f"RedisAgentStateStore(prefix={self.layout.prefix!r}, ttl_ms={self.ttl_ms})"
@@ -130,6 +165,17 @@ class RedisAgentStateStore(SessionIndex):
     async def _retrying(self, send: Callable[[], Awaitable[T]], what: str) -> tuple[T, bool]:
         return await retrying(send, what, RETRIES)
 
+    async def _script(
+        self, script: lua.Script, packed: Packed, keys: list[str], args: list[Any], what: str
+    ) -> tuple[Any, bool]:
+        """A load or save script (retried as ``_run_tracked`` says): on a held connection
+        with its keys packed once when the client allows it, else through redis-py."""
+        wire = self._wire
+        if wire is not None:
+            tail = [arg(a) for a in args]
+            return await retrying(lambda: wire.run(packed, tail), what, RETRIES)
+        return await retrying(lambda: script.run(self.client, keys, args), what, RETRIES)
+
     # ------------------------------------------------------------------ load
 
     async def get_versioned(
@@ -149,19 +195,20 @@ class RedisAgentStateStore(SessionIndex):
         write this instance last saw is still in the slot's lineage.
         """
         slot: Slot = (user_id, session_id, key)
-        where = slot_name(user_id, session_id, key)
-        sk, kname = self.layout.session(user_id, session_id), encode_id(key)
+        names = self._slot(slot)
+        where, sk, kname = names.where, names.session, names.kname
         cached = self._cache.get(slot) if use_cache else None
         seen = self._seen.get(slot)  # what was seen BEFORE this request: it must still show
         if cached is not None:
             args: list[Any] = [cached.generation, cached.length]
         else:
             args = [-1, 0] if atomic else ["head", 0]
-        res = await self._run(
+        res, _ = await self._script(
             _LOAD,
-            [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta],
+            names.load,
+            names.load_keys,
             [*args, self.ttl_ms, kname, *_seen_args(seen), cached.write_id if cached else ""],
-            f"load of {where}",
+            names.load_what,
         )
         version, counter = int(res[0]), int(res[1])
         if version < 0:
@@ -246,16 +293,13 @@ class RedisAgentStateStore(SessionIndex):
         append = expected > 0 and base > 0
         payload = [encode_msg(m) for m in (history[base:] if append else history)]
         slot: Slot = (user_id, session_id, key)
-        where = slot_name(user_id, session_id, key)
-        sk, kname = self.layout.session(user_id, session_id), encode_id(key)
+        names = self._slot(slot)
+        where, kname, keys = names.where, names.kname, names.save_keys
         seen = self._seen.get(slot)
         write_id = secrets.token_hex(8)
         ordered_index = expected <= 0 and not self.atomic_index
         if ordered_index:  # index first: a crash after this leaves only a stale entry
             await self._index_add(user_id, session_id)
-        keys = [sk.head(kname), sk.messages(kname), sk.keyset, sk.meta]
-        if self.atomic_index:
-            keys.append(self.layout.user_index(user_id))
         fixed = [
             "" if fence is None else fence.epoch,
             "" if fence is None else fence.owner,
@@ -264,7 +308,7 @@ class RedisAgentStateStore(SessionIndex):
             kname,
             write_id,
             *_seen_args(seen),
-            encode_id(session_id),
+            names.sid,
             SCHEMA_VERSION,
             user_id,
             session_id,
@@ -272,7 +316,10 @@ class RedisAgentStateStore(SessionIndex):
 
         async def attempt(mode: str, messages: list[bytes]) -> tuple[Any, bool]:
             args = [expected, mode, base if mode == "a" else 0, *fixed, *messages]
-            return await self._retrying(lambda: self._send_save(keys, args), f"save on {where}")
+            if self.replicas:  # WAIT rides the script's connection: redis-py's pipeline
+                return await self._retrying(lambda: self._send_save(keys, args), names.save_what)
+            res, resent = await self._script(_SAVE, names.save, keys, args, names.save_what)
+            return (res, 0), resent
 
         (res, acked), resent = await attempt("a" if append else "r", payload)
         status = _s(res[0])
@@ -374,6 +421,9 @@ class RedisAgentStateStore(SessionIndex):
         self._seen.pop((user_id, session_id, key))
 
     async def aclose(self) -> None:
+        if self._wire is not None:  # the held connections go back to the pool
+            with translated("close"):
+                await self._wire.aclose()
         if self._owns_client:
             with translated("close"):
                 await self.client.aclose()

@@ -12,7 +12,8 @@ appended, ``save_if_version``) as its ``save_append`` does. A slot of 4,000 mess
 processes: (Ir(n2) - Ir(n1)) / (n2 - n1) is the instructions per call (set-up cancels
 out). The messages of every cycle are built before the first, so building them cancels out
 too. ``--count`` prints the commands per cycle the server counted (``INFO commandstats``
-deltas over the ``--n`` cycles). Keys under ``--prefix``, deleted at the end.
+deltas over the ``--n`` cycles); ``--no-wire`` sends the store's scripts through redis-py's
+command layer (the path a cluster client takes). Keys under ``--prefix``, deleted at the end.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ async def stats(r) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
 
 
-async def main(url: str, which: str, n: int, warm: int, prefix: str, count: bool) -> None:
+async def main(
+    url: str, which: str, n: int, warm: int, prefix: str, count: bool, no_wire: bool
+) -> None:
     store = connect(url, prefix=prefix)
+    if no_wire:  # redis-py's path, as a cluster client takes (attribution)
+        store._wire = None
     r = store.client
     try:
         state = AgentState("s", "u")
@@ -90,5 +95,6 @@ if __name__ == "__main__":
     ap.add_argument("--warm", type=int, default=20)
     ap.add_argument("--prefix", default="redisline-probe")
     ap.add_argument("--count", action="store_true")
+    ap.add_argument("--no-wire", action="store_true", help="the store on redis-py's path")
     a = ap.parse_args()
-    asyncio.run(main(a.url, a.which, a.n, a.warm, a.prefix, a.count))
+    asyncio.run(main(a.url, a.which, a.n, a.warm, a.prefix, a.count, a.no_wire))

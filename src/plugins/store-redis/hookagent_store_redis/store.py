@@ -129,8 +129,10 @@ class RedisAgentStateStore(SessionIndex):
         # one node holds every key: the scripts may keep the index in the same atomic step
         self.atomic_index = not _is_cluster(client) if atomic_index is None else atomic_index
         self._on_close = list(on_close)
-        # standalone and Sentinel: the load and save scripts on held connections (logwire)
-        self._wire = wire_for(client)
+        # standalone and Sentinel: the load and save scripts on held connections (logwire).
+        # Only on a client of its own: held connections stay checked out of the pool until
+        # aclose, so a store dropped unclosed over a shared client would leak them
+        self._wire = wire_for(client) if owns_client else None
         self._names: dict[Slot, _SlotNames] = {}
 
     def _slot(self, slot: Slot) -> _SlotNames:

@@ -199,6 +199,20 @@ async def test_a_save_interrupted_mid_reply_drops_its_connection(
     assert got.version == 2 and got.state is not None and len(got.state.context) == 4
 
 
+async def test_a_client_passed_in_keeps_redis_py_s_path(store: RedisAgentStateStore) -> None:
+    """Held connections stay checked out until ``aclose``: a store dropped unclosed over a
+    shared client would keep them from its pool for good, so only an owned client is held."""
+    shared = RedisAgentStateStore(store.client, prefix=store.prefix)
+    assert shared._wire is None and store._wire is not None
+    state = AgentState("s", "u")
+    turn(state, 0)
+    await shared.save_if_version("u", "s", state, 0)
+    pool = store.client.connection_pool
+    in_use = len(pool._in_use_connections)  # type: ignore[attr-defined]
+    assert (await shared.get_versioned("u", "s")).version == 1
+    assert len(pool._in_use_connections) == in_use  # type: ignore[attr-defined]
+
+
 async def test_a_cluster_client_keeps_redis_py_s_path(redis_cluster: ClusterInfo) -> None:
     cluster = connect(redis_cluster.url, prefix=new_prefix())
     try:

@@ -56,8 +56,8 @@ from hookagent_cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     try:
-        main(sys.argv[1:])
-    except SystemExit as exc:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:  # --help
         code = exc.code
 print(json.dumps({"modules": sorted(sys.modules), "code": code, "out": out.getvalue()}))
 """
@@ -70,12 +70,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _python(code: str, *args: str, cwd: Path | None = None) -> dict[str, object]:
+def _python(code: str, *args: str, cwd: Path | None = None, **env: str) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        env=_env(),
+        env={**_env(), **env},
         cwd=cwd,
         check=False,
     )
@@ -108,6 +108,18 @@ def test_hookagent_help_imports_no_heavy_dependency_and_no_command_module() -> N
     # a command's implementation is imported when it runs, not to list it
     for module in ("hookagent_cli.sessions", "hookagent_server.serve", "hookagent_tasks.cli"):
         assert module not in modules
+
+
+def test_a_run_on_the_default_store_imports_no_other_store_or_server(tmp_path: Path) -> None:
+    # the CLI asks whether the store is a Redis one: by the module a Redis store loads, not
+    # by reading the package's (lazy) class, which would import redis-py for nothing
+    home = str(tmp_path / "state")
+    args = ("run", "--model", "demo", "--session", "startup", "hi")
+    result = _python(HELP, *args, cwd=tmp_path, HOOKAGENT_STATE_HOME=home)
+    assert result["code"] == 0
+    assert result["out"]
+    heavy = set(_heavy(result["modules"]))
+    assert heavy.isdisjoint({"fastapi", "sqlalchemy", "redis", "asyncpg", "aiosqlite"}), heavy
 
 
 def test_serve_help_configures_serve_without_fastapi() -> None:

@@ -14,18 +14,20 @@ Environment:
 from __future__ import annotations
 
 import functools
-import importlib.metadata as md
 import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from . import hookspecs
 from .errors import PluginLoadError, PluginValidationError
+
+if TYPE_CHECKING:
+    import importlib.metadata as md
 
 ENTRY_POINT_GROUP = "hookagent"
 log = logging.getLogger("hookagent.plugins")
@@ -50,7 +52,10 @@ def _flag(name: str) -> bool:
 
 @functools.cache
 def _entry_points() -> tuple[md.EntryPoint, ...]:
-    # scanning installed distributions costs milliseconds: do it once per process
+    # scanning installed distributions costs milliseconds: do it once per process, and
+    # import importlib.metadata (~20 ms, with email and zipfile) only when plugins are loaded
+    import importlib.metadata as md
+
     return tuple(md.entry_points(group=ENTRY_POINT_GROUP))
 
 

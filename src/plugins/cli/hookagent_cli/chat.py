@@ -142,12 +142,3 @@ def read_line(prompt: str, out: object) -> str:
             if not line:
                 raise EOFError
             return line.rstrip("\n")
-
-
-def register(register: object) -> None:
-    register(  # type: ignore[operator]
-        "chat",
-        help="talk with the agent interactively (streamed, interruptible, resumable)",
-        configure=configure,
-        run=run,
-    )

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 from hookagent.errors import HookContractError
+
+
+@attrs.frozen
+class Deferred:
+    """``module.attr``, imported when first called: a command registered with ``module=``
+    costs nothing until it is the one that runs (or its ``--help`` is asked for)."""
+
+    module: str
+    attr: str
+
+    def __call__(self, *args: Any) -> Any:
+        return getattr(importlib.import_module(self.module), self.attr)(*args)
 
 
 @attrs.frozen
@@ -33,12 +47,20 @@ class CommandRegistry:
         name: str,
         *,
         help: str,
-        configure: Callable[[argparse.ArgumentParser], None],
-        run: Callable[[argparse.Namespace], int],
+        configure: Callable[[argparse.ArgumentParser], None] | None = None,
+        run: Callable[[argparse.Namespace], int] | None = None,
         common: bool = True,
+        module: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.replace("-", "").isalnum():
             raise HookContractError(f"plugin {self.plugin!r}: bad CLI command name {name!r}")
+        if module is not None:
+            if configure is not None or run is not None or not isinstance(module, str):
+                raise HookContractError(
+                    f"plugin {self.plugin!r}: command {name!r} takes module (a module name "
+                    "with configure and run) or the callables configure and run, not both"
+                )
+            configure, run = Deferred(module, "configure"), Deferred(module, "run")
         if not callable(configure) or not callable(run):
             raise HookContractError(
                 f"plugin {self.plugin!r}: command {name!r} needs callables configure and run"

@@ -175,12 +175,3 @@ def _resume_elsewhere(args: argparse.Namespace, user: str, session: str, where: 
     _say(f"Inspect it:   hookagent sessions show --user {user} --session {session}{extra}{store}")
     _say(f"Continue it:  hookagent chat --user {user} --session {session}{extra}{store}")
     return 0
-
-
-def register(register: object) -> None:
-    register(  # type: ignore[operator]
-        "demo",
-        help="the offline demo: a tool call, an interrupt mid-tool, a resume in a new process",
-        configure=configure,
-        run=run,
-    )

@@ -55,9 +55,13 @@ def store_gate(store: object) -> SessionGate | None:
                 f"{type(store).__name__}.session_gate() returned {gate!r}, not a SessionGate"
             )
         return gate
-    redis = sys.modules.get("hookagent_store_redis")  # loaded if and only if the store is one
+    # the store module is imported if and only if a Redis store was made (discovery imports
+    # the package, whose names are lazy: reading one would import redis-py for nothing)
+    redis = sys.modules.get("hookagent_store_redis.store")
     if redis is not None and isinstance(store, redis.RedisAgentStateStore):
-        return redis.RedisSessionGate(store)  # type: ignore[no-any-return]
+        from hookagent_store_redis import RedisSessionGate
+
+        return RedisSessionGate(store)
     return None
 
 

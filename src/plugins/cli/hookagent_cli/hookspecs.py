@@ -20,7 +20,9 @@ def hookagent_register_cli_commands(register: Any) -> None:
         ``configure(parser)`` adds the command's arguments to its ``argparse`` parser,
         ``run(args) -> int`` executes it and returns the exit code. With ``common=True`` the
         parser also gets the shared options (``--store``, ``--model``, ``--user``, ...; see
-        ``hookagent_cli.options``).
+        ``hookagent_cli.options``). ``register(name, *, help, module, common=True)`` names a
+        module defining ``configure`` and ``run`` instead, imported only when its command
+        is the one given (not for ``hookagent --help`` or another command).
 
     Result: ignored. A name registered twice is an error naming both plugins.
     """

@@ -23,7 +23,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"hookagent: error: usage: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser(registry: CommandRegistry) -> Parser:
+def build_parser(registry: CommandRegistry, only: str | None = None) -> Parser:
+    """The parser; with ``only``, only that command's arguments are configured (the others
+    are listed, by name and help): ``configure`` may import its command's implementation,
+    which a process running another command (or ``--help``) has no use for."""
     parser = Parser(
         prog="hookagent",
         description="Run and inspect hookagent agents. Try: hookagent demo",
@@ -39,9 +42,10 @@ def build_parser(registry: CommandRegistry) -> Parser:
     for name in sorted(registry.commands):
         command = registry.commands[name]
         p = sub.add_parser(name, help=command.help, description=command.help)
-        command.configure(p)
-        if command.common:
-            add_common(p)
+        if only is None or name == only:
+            command.configure(p)
+            if command.common:
+                add_common(p)
         p.set_defaults(handler=command.run)
     return parser
 
@@ -77,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         pm = cli_plugin_manager(strict=False if argv[:1] == ["plugins"] else None)
         registry = collect_commands(pm)
-        args = build_parser(registry).parse_args(argv)
+        only = argv[0] if argv else ""  # the top-level parser has no option taking a value
+        args = build_parser(registry, only).parse_args(argv)
         args.plugin_manager = pm
         args.commands = list(registry.commands)
         return int(args.handler(args))

@@ -17,12 +17,31 @@ def hookagent_add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
         pluginmanager.add_hookspecs(hookspecs)
 
 
+# name -> (module with configure and run, help, common): each module is imported only when
+# its command runs (hookagent_cli.commands.Deferred), not for ``hookagent --help``
+BUILTINS: dict[str, tuple[str, str, bool]] = {
+    "chat": (
+        "chat",
+        "talk with the agent interactively (streamed, interruptible, resumable)",
+        True,
+    ),
+    "run": ("run", "send one message and print the reply (scriptable)", True),
+    "sessions": ("sessions", "list, show, clear, delete, export or import stored sessions", False),
+    "plugins": (
+        "plugins_cmd",
+        "list installed plugins, their hooks, middleware order and sections, and plugins "
+        "that failed to load",
+        False,
+    ),
+    "demo": (
+        "demo",
+        "the offline demo: a tool call, an interrupt mid-tool, a resume in a new process",
+        True,
+    ),
+}
+
+
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
-    from . import chat, demo, plugins_cmd, run, sessions
-
-    chat.register(register)
-    run.register(register)
-    sessions.register(register)
-    plugins_cmd.register(register)
-    demo.register(register)
+    for name, (module, help, common) in BUILTINS.items():
+        register(name, help=help, module=f"{__package__}.{module}", common=common)

@@ -122,14 +122,3 @@ def run(args: argparse.Namespace) -> int:
     for what, names in data["registered"].items():
         print(f"{what}: {', '.join(names) or '(none)'}")
     return 0
-
-
-def register(register: object) -> None:
-    register(  # type: ignore[operator]
-        "plugins",
-        help="list installed plugins, their hooks, middleware order and sections, and plugins "
-        "that failed to load",
-        configure=configure,
-        run=run,
-        common=False,
-    )

@@ -89,12 +89,3 @@ def run(args: argparse.Namespace) -> int:
     if pending:
         return SUSPENDED_EXIT
     return 130 if reason == "INTERRUPTED" else 0
-
-
-def register(register: object) -> None:
-    register(  # type: ignore[operator]
-        "run",
-        help="send one message and print the reply (scriptable)",
-        configure=configure,
-        run=run,
-    )

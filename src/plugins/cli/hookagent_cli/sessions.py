@@ -213,13 +213,3 @@ ACTIONS: dict[str, Callable[[argparse.Namespace, Any, AgentConfig], Awaitable[in
     "export": _export,
     "import": _import,
 }
-
-
-def register(register: object) -> None:
-    register(  # type: ignore[operator]
-        "sessions",
-        help="list, show, clear, delete, export or import stored sessions",
-        configure=configure,
-        run=run,
-        common=False,
-    )

@@ -110,3 +110,37 @@ def test_a_preset_registered_twice_names_both_plugins(pm) -> None:  # type: igno
         match=r"'same' is registered twice: by '[ab]-plugin' and by '[ab]-plugin'",
     ):
         presets(pm)
+
+
+def test_a_command_registered_by_module_is_imported_when_it_runs(
+    pm, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    impl = types.ModuleType("hookagent_lazy_cmd")
+    impl.configure = lambda p: p.add_argument("--flag", action="store_true")  # type: ignore[attr-defined]
+    impl.run = lambda args: 5 if args.flag else 6  # type: ignore[attr-defined]
+    plugin = types.ModuleType("hookagent_lazy_plugin")
+
+    @hookimpl(optionalhook=True)
+    def hookagent_register_cli_commands(register):  # type: ignore[no-untyped-def]
+        register("lazy", help="a lazy command", module="hookagent_lazy_cmd", common=False)
+
+    plugin.hookagent_register_cli_commands = hookagent_register_cli_commands  # type: ignore[attr-defined]
+    pm.register(plugin, name="lazy-plugin")
+    registry = collect_commands(pm)
+    build_parser(registry, "")  # `hookagent --help`: the module is not needed
+    monkeypatch.setitem(sys.modules, "hookagent_lazy_cmd", impl)
+    args = build_parser(registry, "lazy").parse_args(["lazy", "--flag"])
+    assert args.handler(args) == 5
+
+
+def test_module_and_callables_together_are_refused(pm) -> None:  # type: ignore[no-untyped-def]
+    plugin = types.ModuleType("hookagent_both_plugin")
+
+    @hookimpl(optionalhook=True)
+    def hookagent_register_cli_commands(register):  # type: ignore[no-untyped-def]
+        register("both", help="x", module="m", run=lambda args: 0)
+
+    plugin.hookagent_register_cli_commands = hookagent_register_cli_commands  # type: ignore[attr-defined]
+    pm.register(plugin, name="both-plugin")
+    with pytest.raises(HookContractError, match="'both' takes module"):
+        collect_commands(pm)

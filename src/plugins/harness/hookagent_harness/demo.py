@@ -328,13 +328,3 @@ class Story:
             f"messages, version {result['version']}"
         )
         return result
-
-
-def register(register: Any) -> None:
-    register(
-        "harness-demo",
-        help="the harness preset's offline demo: todos across processes, a permission "
-        "question, plan mode, MEMORY.md, compaction, an interrupt and a resume",
-        configure=configure,
-        run=run,
-    )

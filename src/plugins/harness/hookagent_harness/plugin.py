@@ -33,6 +33,9 @@ def hookagent_register_cli_presets(register: Any) -> None:
 
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
-    from . import demo
-
-    demo.register(register)
+    register(
+        "harness-demo",
+        help="the harness preset's offline demo: todos across processes, a permission "
+        "question, plan mode, MEMORY.md, compaction, an interrupt and a resume",
+        module=f"{__package__}.demo",  # imported when the command runs
+    )

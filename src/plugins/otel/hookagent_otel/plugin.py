@@ -4,23 +4,26 @@ The entry point uses the global tracer and meter providers (whatever the applica
 configures with the OpenTelemetry SDK; nothing is recorded until it does) and options from
 the environment. Pass ``OtelPlugin(...)`` in ``AgentConfig(plugins=[...])`` to choose
 providers or options: it is registered as ``otel``, so the entry point steps aside.
+
+OpenTelemetry is imported when the first ``OtelPlugin`` is made (the entry point's on the
+first hook call), not by discovery, which imports this module in every process.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hookagent.context import RuntimeContext
-from hookagent.events import RunEvent
 from hookagent.hookspecs import hookimpl
 from hookagent.relay import Middleware
-from hookagent.state import AgentState
-from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import TracerProvider
 
-from .calls import MODEL_ORDER, TOOL_ORDER, make_model_middleware, make_tool_middleware
 from .options import OtelOptions
-from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from hookagent.context import RuntimeContext
+    from hookagent.events import RunEvent
+    from hookagent.state import AgentState
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 NAME = "otel"
 
@@ -41,6 +44,9 @@ class OtelPlugin:
         max_content_chars: int = 16_384,
         options: OtelOptions | None = None,
     ) -> None:
+        from .calls import MODEL_ORDER, TOOL_ORDER, make_model_middleware, make_tool_middleware
+        from .telemetry import Telemetry
+
         if options is None:
             options = OtelOptions(record_content, record_user_id, max_content_chars)
         self.__name__ = NAME

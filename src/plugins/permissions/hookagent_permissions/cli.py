@@ -118,13 +118,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"saved: user {user!r}, session {session!r}", file=sys.stderr)
         print("\n".join(render(pc)))
     return 0
-
-
-def register(register: Any) -> None:
-    register(
-        "permissions",
-        help="show or change a session's permission mode, rules and working directories",
-        configure=configure,
-        run=run,
-        common=False,
-    )

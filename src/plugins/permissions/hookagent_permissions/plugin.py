@@ -152,6 +152,9 @@ def hookagent_wrap_tool_call() -> Middleware:
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
     """``hookagent permissions ...`` (only where the CLI runs)."""
-    from .cli import register as add
-
-    add(register)
+    register(
+        "permissions",
+        help="show or change a session's permission mode, rules and working directories",
+        module=f"{__package__}.cli",  # imported when the command runs
+        common=False,
+    )

@@ -91,13 +91,3 @@ def _print(action: str, r: dict[str, Any]) -> None:
         print(f"plan: none ({r['plan_missing']})", file=sys.stderr)
     else:
         print(f"plan ({r['plan_location']}):\n{r['plan']}")
-
-
-def register(register: Any) -> None:
-    register(
-        "plan",
-        help="a session's plan mode: show, enter, exit",
-        configure=configure,
-        run=run,
-        common=False,
-    )

@@ -20,7 +20,6 @@ from hookagent.hookspecs import hookimpl
 from hookagent.kernel import Kernel
 from hookagent.relay import Middleware
 
-from . import cli
 from .errors import PlanModeOptionsError
 from .middleware import BANNER, GATE
 from .mode import options_of, read_section, remember_options
@@ -67,4 +66,9 @@ def hookagent_wrap_tool_call() -> Middleware:
 
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
-    cli.register(register)
+    register(
+        "plan",
+        help="a session's plan mode: show, enter, exit",
+        module=f"{__package__}.cli",  # imported when the command runs
+        common=False,
+    )

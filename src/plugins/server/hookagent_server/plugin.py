@@ -17,11 +17,8 @@ def hookagent_add_hookspecs(pluginmanager: pluggy.PluginManager) -> None:
 
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
-    from . import serve
-
     register(
         "serve",
         help="serve the agent's sessions over HTTP (queued runs, SSE streams; docs/server.md)",
-        configure=serve.configure,
-        run=serve.run,
+        module=f"{__package__}.serve",  # imported when the command runs
     )

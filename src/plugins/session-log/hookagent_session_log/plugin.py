@@ -272,12 +272,9 @@ async def _run_ended(event: RunEvent) -> None:
 
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
-    from . import cli
-
     register(
         "log",
         help="the session log: show, tail, export, reconcile, fork, import, export-state",
-        configure=cli.configure,
-        run=cli.run,
+        module=f"{__package__}.cli",  # imported when the command runs
         common=False,
     )

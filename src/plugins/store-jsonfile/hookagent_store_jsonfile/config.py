@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hookagent.errors import StoreConfigurationError
 from hookagent.store.ids import check_id
 
 from .layout import id_parts
-from .local import LocalJsonFileStore
-from .remote import FsspecJsonFileStore
+
+if TYPE_CHECKING:
+    from .local import LocalJsonFileStore
+    from .remote import FsspecJsonFileStore
 
 STATE_HOME_ENV = "HOOKAGENT_STATE_HOME"
 LOCAL_SCHEMES = ("file", "jsonfile")
 FSSPEC_SCHEMES = ("memory", "s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
+LOG_SCHEMES = LOCAL_SCHEMES + tuple(s for s in FSSPEC_SCHEMES if s != "memory")
+"""The session log's schemes: ``memory`` is the session-log plugin's (the in-memory one)."""
 
 
 def _seconds(raw: str) -> float | None:
@@ -115,9 +119,13 @@ def open_store(
         unknown = set(opts) - {"sweep_after", "cache_slots", "seen_slots"}
         if unknown:
             raise StoreConfigurationError(f"{url!r}: unknown options {sorted(unknown)}")
+        from .local import LocalJsonFileStore  # here: discovery imports this module
+
         return LocalJsonFileStore(local_path(url), writers=writers or "multi", **opts)
     unknown = set(opts) - {"cache_slots", "storage_options"}
     if unknown:
         raise StoreConfigurationError(f"{url!r}: unknown options {sorted(unknown)}")
+    from .remote import FsspecJsonFileStore  # fsspec only for a URL that needs it
+
     base = url.split("?", 1)[0]
     return FsspecJsonFileStore(base, writers=writers or "single", **opts)

@@ -3,14 +3,18 @@ session-log backend on the same files (``sessionlog``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookagent.hookspecs import hookimpl
-from hookagent.registry import SessionLogRegister, StoreRegister
 
-from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, default_root, open_store
-from .local import LocalJsonFileStore
-from .sessionlog import LOG_SCHEMES, open_session_log
+from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, LOG_SCHEMES, default_root, open_store
+
+if TYPE_CHECKING:
+    from hookagent.registry import SessionLogRegister, StoreRegister
+
+    from .local import LocalJsonFileStore
+
+# the stores and logs are imported when first made: discovery imports this module everywhere
 
 
 def _factory(url: str, **options: Any) -> Any:
@@ -26,6 +30,8 @@ def hookagent_register_state_stores(register: StoreRegister) -> None:
 
 
 def _log_factory(url: str, **options: Any) -> Any:
+    from .sessionlog import open_session_log
+
     return open_session_log(url, **options)
 
 
@@ -43,4 +49,6 @@ def hookagent_default_state_store(agent_id: str) -> LocalJsonFileStore:
 
     Nothing is created on disk until the store is first used.
     """
+    from .local import LocalJsonFileStore
+
     return LocalJsonFileStore(default_root(agent_id))

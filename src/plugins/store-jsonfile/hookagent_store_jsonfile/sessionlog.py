@@ -37,14 +37,13 @@ from hookagent.store.ids import check_cursor, check_id, check_page_limit
 
 from . import logplant
 from . import posixio as io
-from .config import FSSPEC_SCHEMES, LOCAL_SCHEMES, _query_options, local_path
+from .config import LOCAL_SCHEMES, _query_options, local_path
+from .config import LOG_SCHEMES as LOG_SCHEMES  # its old home
 from .local import check_cache_slots, check_root, check_writers, run_blocking
 from .loglocal import LocalLogCore
 from .logremote import FsspecLogCore
 from .remote import VERIFIED_CONDITIONAL, UnverifiedConditionalWrites
 
-LOG_SCHEMES = LOCAL_SCHEMES + tuple(s for s in FSSPEC_SCHEMES if s != "memory")
-"""``memory`` is the session-log plugin's (the in-memory reference backend)."""
 _LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 

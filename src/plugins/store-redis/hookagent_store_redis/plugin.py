@@ -1,13 +1,28 @@
-"""Entry point: registers the redis URL schemes with the kernel (state stores, session logs)."""
+"""Entry point: registers the redis URL schemes with the kernel (state stores, session logs).
+
+Discovery imports this module in every process, so redis-py (through ``.urls`` and
+``.sessionlog``) is imported only when a store or a session log is made.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookagent.hookspecs import hookimpl
-from hookagent.registry import StoreRegister
 
-from .urls import SCHEMES, factory
+from .schemes import SCHEMES
+
+if TYPE_CHECKING:
+    from hookagent.registry import StoreRegister
+
+    from .store import RedisAgentStateStore
+
+
+def factory(url: str, **options: Any) -> RedisAgentStateStore:
+    """The state store a redis URL names (``hookagent_store_redis.urls.connect``)."""
+    from .urls import connect
+
+    return connect(url, **options)
 
 
 def log_factory(url: str, **options: Any) -> Any:

@@ -27,16 +27,9 @@ from hookagent.errors import StoreConfigurationError
 from . import conn
 from .keys import DEFAULT_PREFIX, check_prefix
 from .options import check_options, check_replication
+from .schemes import SCHEMES as SCHEMES  # re-exported: its old home
 from .store import RedisAgentStateStore
 
-SCHEMES = (
-    "redis",
-    "rediss",
-    "redis+cluster",
-    "rediss+cluster",
-    "redis+sentinel",
-    "rediss+sentinel",
-)
 _STORE_OPTIONS = ("prefix", "ttl", "cache_slots", "replicas", "replica_timeout")
 # query options redis-py's URL parser takes besides its typed ones (URL_QUERY_ARGUMENT_PARSERS):
 # the connection's plain-string keywords, passed on unchanged (any other untyped key would reach

@@ -16,23 +16,13 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from .schemes import DRIVERS
+from .schemes import SCHEMES as SCHEMES  # re-exported: its old home
+
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,30}$")
 """What a table prefix or schema name must look like (short enough for every dialect)."""
 
 DEFAULT_PREFIX = "hookagent_"
-
-# scheme as written by users -> the async driver we actually use
-DRIVERS: dict[str, str] = {
-    "postgresql+asyncpg": "postgresql+asyncpg",
-    "postgresql": "postgresql+asyncpg",
-    "mysql+aiomysql": "mysql+aiomysql",
-    "mysql": "mysql+aiomysql",
-    "mariadb+aiomysql": "mariadb+aiomysql",
-    "mariadb": "mariadb+aiomysql",
-    "sqlite+aiosqlite": "sqlite+aiosqlite",
-    "sqlite": "sqlite+aiosqlite",
-}
-SCHEMES: tuple[str, ...] = tuple(DRIVERS)
 
 # options that may be given in the URL's query string (removed before the driver sees it)
 _URL_OPTIONS = ("table_prefix", "schema", "auto_migrate")

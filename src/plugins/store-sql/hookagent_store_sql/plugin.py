@@ -1,20 +1,29 @@
-"""The hookagent plugin: registers every SQL URL scheme this distribution serves."""
+"""The hookagent plugin: registers every SQL URL scheme this distribution serves.
+
+Discovery imports this module in every process, so it imports SQLAlchemy and the drivers
+(through ``.store`` and ``.sessionlog``) only when a store or a session log is made.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookagent.hookspecs import hookimpl
-from hookagent.registry import StoreRegister
 
-from .config import SCHEMES
-from .sessionlog import SqlSessionLog
-from .store import SQLAgentStateStore
+from .schemes import SCHEMES
+
+if TYPE_CHECKING:
+    from hookagent.registry import StoreRegister
+
+    from .sessionlog import SqlSessionLog
+    from .store import SQLAgentStateStore
 
 
 def create_store(url: str, **options: Any) -> SQLAgentStateStore:
     """The store for ``url``, not yet opened (tables are checked on first use)."""
+    from .store import SQLAgentStateStore
+
     return SQLAgentStateStore(url, **options)
 
 
@@ -36,6 +45,8 @@ class Opening:
 
 def open_store(url: str, **options: Any) -> Opening:
     """``factory(url, **options)`` registered for every scheme: the store, opened."""
+    from .store import SQLAgentStateStore
+
     return Opening(SQLAgentStateStore(url, **options))
 
 
@@ -57,6 +68,8 @@ class OpeningLog:
 
 def open_session_log(url: str, **options: Any) -> OpeningLog:
     """``factory(url, **options)`` registered for every scheme: the session log, opened."""
+    from .sessionlog import SqlSessionLog
+
     return OpeningLog(SqlSessionLog(url, **options))
 
 

@@ -90,12 +90,9 @@ def hookagent_wrap_model_call() -> Middleware:
 
 @hookimpl(optionalhook=True)
 def hookagent_register_cli_commands(register: Any) -> None:
-    from . import cli
-
     register(
         "tasks",
         help="the task contract: show, begin, decide, set-subject, invalidate, verify",
-        configure=cli.configure,
-        run=cli.run,
+        module=f"{__package__}.cli",  # imported when the command runs
         common=False,
     )

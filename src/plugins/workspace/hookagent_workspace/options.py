@@ -21,13 +21,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import attrs
-import fsspec  # type: ignore[import-untyped]
-from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
 from .backend import Backend
 from .errors import WorkspaceOptionsError
 from .local import LocalBackend
-from .remote import FsspecBackend, protocols
 from .scope import SCOPES, Scope, id_names
 from .workspace import Limits
 
@@ -88,6 +85,12 @@ def open_backend(
         if opts:
             raise WorkspaceOptionsError("storage_options apply to fsspec URLs, not local paths")
         return LocalBackend(_local_path(url), shared=bool(shared))
+    # fsspec only for a URL that needs it: plugin discovery imports this module in every process
+    import fsspec  # type: ignore[import-untyped]
+    from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+
+    from .remote import FsspecBackend, protocols
+
     try:
         fs, path = fsspec.core.url_to_fs(url, **opts)
     except (ImportError, ValueError, TypeError) as exc:

@@ -285,11 +285,17 @@ class SQLAgentStateStore:
         self._cache.drop(slot)
         if got is None:
             return Versioned(None, 0)
-        version, generation, count, head, seqs, bodies = got
+        version, generation, count, head, seqs, bodies, ends, ns, chunks = got
         verify.check_counters(version, generation, count, slot)
         if head is None:
             raise CorruptState(f"{slot_name(*slot)}: the load sent no head")
-        messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)
+        if ends:
+            parts = list(zip(ends, ns or (), chunks or (), strict=False))
+            if not (len(ends) == len(ns or ()) == len(chunks or ())):
+                raise CorruptState(f"{slot_name(*slot)}: the load's chunk columns disagree")
+            messages = verify.decode_mixed(seqs or (), bodies or (), parts, 0, count, slot)
+        else:
+            messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)
         state = verify.decode_slot(head, messages, count, slot)
         self._cache.put(slot, CachedSlot(version, generation, messages, count, head))
         return Versioned(state, version)
@@ -411,6 +417,7 @@ class SQLAgentStateStore:
             params = {"u": user_id, "h": slot_hash(session_id, key or AGENT_STATE_KEY)}
             gone = conn.execute(q.delete_slot, params).rowcount
             conn.execute(q.delete_from, {**params, "start": 0})
+            conn.execute(q.delete_chunks_from, {**params, "start": 0})
             return bool(gone)
 
         def every(conn: Connection) -> bool:
@@ -419,6 +426,7 @@ class SQLAgentStateStore:
             if not hashes:
                 return False
             conn.execute(q.delete_session_messages, {"u": user_id, "hashes": hashes})
+            conn.execute(q.delete_session_chunks, {"u": user_id, "hashes": hashes})
             conn.execute(q.delete_session_slots, params)
             return True
 

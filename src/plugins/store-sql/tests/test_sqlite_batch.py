@@ -15,7 +15,7 @@ from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_sql import SQLAgentStateStore, slot_hash
 from hookagent_store_sql.sqlite_batch import GroupCommit
-from hookagent_store_sql.sqlite_cold import CHUNK
+from hookagent_store_sql.sqlite_cold import ROWS as CHUNK
 from hookagent_store_sql.sqlite_direct import wrap
 from sqlalchemy.exc import OperationalError
 from sqlenv import fresh_store

@@ -58,7 +58,14 @@ async def drop_tables(url: str, names: TableNames) -> None:
                 return
             await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prep.quote(names.message_rows)}")
             log = (names.log_commits, names.log_seals, names.log_heads)
-            for table in (names.chunks, names.messages, names.slots, names.fences, *log, names.migrations):
+            for table in (
+                names.chunks,
+                names.messages,
+                names.slots,
+                names.fences,
+                *log,
+                names.migrations,
+            ):
                 await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prep.quote(table)}")
     finally:
         await engine.dispose()

@@ -54,16 +54,29 @@ async def _write_as_v3(url: str, names: TableNames, texts: list[str]) -> None:
             head = encode_head(AgentState("s", "u", summary="old")).decode()
             await conn.execute(
                 t.slots.insert().values(
-                    user_id="u", slot_hash=H, session_id="s", state_key="agent_state",
-                    version=5, generation=7, message_count=len(texts), head=head,
-                    created_at=now, updated_at=now,
+                    user_id="u",
+                    slot_hash=H,
+                    session_id="s",
+                    state_key="agent_state",
+                    version=5,
+                    generation=7,
+                    message_count=len(texts),
+                    head=head,
+                    created_at=now,
+                    updated_at=now,
                 )
-            )  # fmt: skip
+            )
             rows = [
                 dict(
-                    user_id="u", slot_hash=H, seq=i, session_id="s", state_key="agent_state",
-                    role="user", msg_id=Msg.user(x).id, body=encode_msg(Msg.user(x)).decode(),
-                )  # fmt: skip
+                    user_id="u",
+                    slot_hash=H,
+                    seq=i,
+                    session_id="s",
+                    state_key="agent_state",
+                    role="user",
+                    msg_id=Msg.user(x).id,
+                    body=encode_msg(Msg.user(x)).decode(),
+                )
                 for i, x in enumerate(texts)
             ]
             await conn.execute(t.messages.insert(), rows)
@@ -87,7 +100,7 @@ async def _view(store: SQLAgentStateStore) -> list[tuple[int, str]]:
     view = store.engine.dialect.identifier_preparer.quote(store.tables.names.message_rows)
     async with store.engine.connect() as conn:
         got = await conn.execute(
-            text(f"SELECT seq, body FROM {view} WHERE user_id = 'u' ORDER BY seq")  # noqa: S608
+            text(f"SELECT seq, body FROM {view} WHERE user_id = 'u' ORDER BY seq")
         )
         return [(r[0], r[1]) for r in got]
 
@@ -144,7 +157,7 @@ async def test_the_migration_reruns(target) -> None:
     try:
         async with engine.begin() as conn:
             ledger = conn.dialect.identifier_preparer.quote(names.migrations)
-            await conn.exec_driver_sql(f"DELETE FROM {ledger} WHERE version = 4")  # noqa: S608
+            await conn.exec_driver_sql(f"DELETE FROM {ledger} WHERE version = 4")
     finally:
         await engine.dispose()
     status = await migrate(url, table_prefix=names.prefix)
@@ -205,7 +218,9 @@ def _records(*texts: str) -> str:
 def test_the_tiling_rules() -> None:
     one = encode_msg(Msg.user("r")).decode()
     # rows 0..1, then chunks (4, 2) and (5, 1): the whole history
-    got = decode_mixed([0, 1], [one, one], [(4, 2, _records("c", "d")), (5, 1, _records("e"))], 0, 5, SLOT)
+    got = decode_mixed(
+        [0, 1], [one, one], [(4, 2, _records("c", "d")), (5, 1, _records("e"))], 0, 5, SLOT
+    )
     assert [m.text for m in got] == ["r", "r", "c", "d", "e"]
     # a chunk straddling start: its records before start are dropped
     got = decode_mixed([], [], [(4, 3, _records("b", "c", "d"))], 2, 4, SLOT)

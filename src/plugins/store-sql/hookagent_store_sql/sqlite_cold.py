@@ -107,7 +107,8 @@ async def decode_stream(
     if not count_ok(head[2]):
         await done
         return head, []  # the store reports the count
-    count, messages, pos = head[2], [], 0
+    count, pos = head[2], 0
+    messages: list[Msg] = []
     while (item := await _next(queue, done)) is not None:
         kind, page = item
         if not page[0]:
@@ -125,7 +126,8 @@ async def decode_stream(
 
 
 def _rows(page: Any, pos: int, messages: list[Msg]) -> int:
-    n, _, seqs, blob = page
+    n: int = page[0]
+    seqs, blob = page[2], page[3]
     if seqs != ",".join(map(str, range(pos, pos + n))):
         raise Mismatch
     _decode(blob.split("\x00"), n, messages)

@@ -3,7 +3,10 @@
 Everything that can be validated is encoded before the transaction starts (the head and the
 messages past the unchanged prefix); the rest of the history is encoded only if the save
 turns out to be a rewrite, still before the first row is written, so a bad state writes
-nothing. The write itself is proportional to the change.
+nothing. The write itself is proportional to the change. The messages go in as chunks (a
+row per save, ``<p>chunks``); a rewrite whose start falls inside a stored chunk rewrites it
+from that chunk's first message, found (and those messages encoded) after the compare-and-set
+locked the slot row: an error there rolls the transaction back, nothing is written.
 
 Fail closed: the compare-and-set ``UPDATE`` matches only a row whose version, generation,
 count and head are the ones this instance checked (a load) or wrote; any other row is read

@@ -2,9 +2,10 @@
 
 A save is one transaction: [fence upsert], the compare-and-set ``UPDATE ... WHERE version =
 :expected`` (rowcount checked) or the create-if-absent ``INSERT``, then only the changed
-messages (``DELETE seq >= prefix`` when the stored history must shrink, ``INSERT`` of the new
-rows). A load is one statement returning the head and only the rows past what this instance
-already holds for the slot's generation. The load, the append and the create take a direct
+messages (``DELETE`` of the rows and chunks past the rewrite's start when the stored history
+must shrink, ``INSERT`` of one chunk: a row per save, ``<p>chunks``). A load is one statement
+returning the head and only the rows and chunks past what this instance already holds for the
+slot's generation (old slots keep the rows, one per message, older versions wrote). The load, the append and the create take a direct
 path where one exists: asyncpg statements on PostgreSQL (``pg_direct``), plain ``sqlite3``
 calls in the file's thread on SQLite (``sqlite_direct``, with group commit in
 ``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``). What is rerun lives in

@@ -286,15 +286,13 @@ class SQLAgentStateStore:
         self._cache.drop(slot)
         if got is None:
             return Versioned(None, 0)
-        version, generation, count, head, seqs, bodies, ends, ns, chunks = got
+        version, generation, count, head, seqs, bodies, ends, ns, ks, recs = got
         verify.check_counters(version, generation, count, slot)
         if head is None:
             raise CorruptState(f"{slot_name(*slot)}: the load sent no head")
-        if ends:
-            parts = list(zip(ends, ns or (), chunks or (), strict=False))
-            if not (len(ends) == len(ns or ()) == len(chunks or ())):
-                raise CorruptState(f"{slot_name(*slot)}: the load's chunk columns disagree")
-            messages = verify.decode_mixed(seqs or (), bodies or (), parts, 0, count, slot)
+        if ends or recs:
+            split = (ends or (), ns or (), ks or (), recs or ())
+            messages = verify.decode_split(seqs or (), bodies or (), split, count, slot)
         else:
             messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)
         state = verify.decode_slot(head, messages, count, slot)

@@ -103,6 +103,41 @@ def split_chunk(end: Any, n: Any, body: Any, slot: Slot) -> list[str]:
     return records
 
 
+def decode_split(
+    seqs: Sequence[Any],
+    bodies: Sequence[Any],
+    split: tuple[Sequence[Any], Sequence[Any], Sequence[Any], Sequence[Any]],
+    count: int,
+    slot: Slot,
+) -> list[Msg]:
+    """A whole slot whose chunks the server split (PostgreSQL's cold load): message rows
+    ``0 .. m-1`` (any order), then per chunk its end_seq, n and the records found, and all
+    the records in chunk order. Same rules as ``decode_mixed``: the chunks tile ``m ..
+    count-1``, each holding exactly ``n`` records, else ``CorruptState``."""
+    ends, ns, ks, recs = split
+    m = len(seqs)
+    rows = decode_columns(seqs, bodies, 0, m, slot) if m else []
+    pos = m
+    if not (len(ends) == len(ns) == len(ks)):
+        raise CorruptState(f"{slot_name(*slot)}: the load's chunk columns disagree")
+    for end, n, k in zip(ends, ns, ks, strict=True):
+        if n != k:
+            raise CorruptState(
+                f"{slot_name(*slot)}: the message chunk ending at {end} says {n} messages but "
+                f"holds {k} records"
+            )
+        if end - n != pos:
+            break
+        pos = end
+    else:
+        if pos == count and len(recs) == count - m:
+            return [*rows, *decode_bodies(recs, slot)] if rows else decode_bodies(recs, slot)
+    raise CorruptState(
+        f"{slot_name(*slot)} says {count} messages but its rows and chunks from seq 0 "
+        f"do not hold exactly 0..{count - 1} (a gap, an overlap, or messages past them)"
+    )
+
+
 def decode_mixed(
     seqs: Sequence[Any],
     bodies: Sequence[Any],

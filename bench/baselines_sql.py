@@ -404,7 +404,8 @@ async def through_store(url: str, prefix: str, iters: int) -> dict[str, Any]:
         return out
     finally:
         async with store.engine.begin() as conn:
-            for t in ("messages", "slots", "fences", "schema_migrations"):
+            await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prefix}message_rows")
+            for t in ("chunks", "messages", "slots", "fences", "schema_migrations"):
                 await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prefix}{t}")
         await store.aclose()
 

@@ -130,7 +130,8 @@ async def store_cycles(url: str, n: int, warm: int, most: int, trace: list[str] 
             await cycle(warm + i)
     finally:
         async with store.engine.begin() as conn:
-            for t in ("messages", "slots", "fences", "schema_migrations"):
+            await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prefix}message_rows")
+            for t in ("chunks", "messages", "slots", "fences", "schema_migrations"):
                 await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prefix}{t}")
         await store.aclose()
 

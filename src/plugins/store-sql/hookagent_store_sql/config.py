@@ -56,6 +56,15 @@ class TableNames:
         return f"{self.prefix}messages"
 
     @property
+    def chunks(self) -> str:
+        return f"{self.prefix}chunks"
+
+    @property
+    def message_rows(self) -> str:
+        """The reporting view: one row per message, from the rows and the chunks."""
+        return f"{self.prefix}message_rows"
+
+    @property
     def fences(self) -> str:
         return f"{self.prefix}fences"
 

@@ -31,14 +31,14 @@ async def direct_save(
     if plan.is_append():
         cached = plan.cached
         assert cached is not None
-        rows = plan.new_rows()
+        rows = plan.new_chunks()
         backend = "sqlite" if isinstance(direct, SqliteDirect) else "postgresql"
         cas = (cached.version, cached.generation, plan.base, head_token(backend, cached.head))
         new = (cached.version + 1, count, plan.head, now)
         before, result = cached.version, (cached.version + 1, cached.generation)
         attempt = lambda: direct.append(key, cas, new, rows)  # noqa: E731
     elif plan.is_create():
-        rows = plan.new_rows()
+        rows = plan.new_chunks()
         generation = new_generation()
         before, result = -1, (1, generation)  # no version -1: "absent" stays unknown
         attempt = lambda: direct.create(key, generation, plan.head, now, rows)  # noqa: E731
@@ -51,17 +51,17 @@ async def direct_save(
             return None  # a deadlock/serialization victim or SQLite busy: nothing applied
         if getattr(exc, pg_direct.NOT_SENT, False):
             return None  # it never reached the server (a closed connection, a failed connect)
-        if is_duplicate(exc):  # a new row met a stored one past message_count
+        if is_duplicate(exc):  # a new chunk met a stored one past message_count
             raise rows_past_count(plan.slot) from None
         if not is_disconnect(exc):
             raise translate(exc, "save") from exc
         # the connection went: the statement may or may not have run; look
-        seq = rows[0][0] if rows else 0
+        seq = rows[0][0] if rows else 0  # the first new chunk's end_seq
         applied = await pg_direct.resolve(
             lambda: read_with("save", lambda: direct.probe(plan.u, plan.h, seq, plan.head, now)),
             before=before,
             after=(*result, count),
-            first_body=rows[0][3] if rows else None,
+            first_body=rows[0][2] if rows else None,
             cause=exc,
         )
     if plan.is_append():

@@ -80,6 +80,46 @@ async def _m3_session_log(conn: AsyncConnection, names: TableNames, flavor: Flav
     await conn.run_sync(lambda c: log.metadata.create_all(c, checkfirst=True))
 
 
+def view_sql(dialect: str, view: str, messages: str, chunks: str) -> str:
+    """The reporting view ``<p>message_rows`` (user_id, slot_hash, seq, body): the old rows
+    and every chunk's records, one row per message (names formatted by the caller)."""
+    rows = f"SELECT user_id, slot_hash, seq, body FROM {messages}"  # noqa: S608
+    if dialect == "postgresql":
+        expanded = (
+            "SELECT c.user_id, c.slot_hash, c.end_seq - c.n + (e.i - 1)::int, e.rec "  # noqa: S608
+            f"FROM {chunks} c CROSS JOIN LATERAL "
+            "unnest(string_to_array(c.body, E'\\n')) WITH ORDINALITY AS e(rec, i)"
+        )
+        return f"CREATE OR REPLACE VIEW {view} (user_id, slot_hash, seq, body) AS {rows} UNION ALL {expanded}"
+    if dialect in ("mysql", "mariadb"):
+        expanded = (
+            "SELECT c.user_id, c.slot_hash, c.end_seq - c.n + e.i - 1, e.rec "  # noqa: S608
+            f"FROM {chunks} c, JSON_TABLE(CONCAT('[', REPLACE(c.body, '\\n', ','), ']'), "
+            "'$[*]' COLUMNS (i FOR ORDINALITY, rec JSON PATH '$')) AS e"
+        )
+        return f"CREATE OR REPLACE VIEW {view} (user_id, slot_hash, seq, body) AS {rows} UNION ALL {expanded}"
+    expanded = (
+        "SELECT c.user_id, c.slot_hash, c.end_seq - c.n + e.key, e.value "  # noqa: S608
+        f"FROM {chunks} c, json_each('[' || replace(c.body, char(10), ',') || ']') AS e"
+    )
+    return f"CREATE VIEW IF NOT EXISTS {view} (user_id, slot_hash, seq, body) AS {rows} UNION ALL {expanded}"
+
+
+async def _m4_chunks(conn: AsyncConnection, names: TableNames, flavor: Flavor) -> None:
+    """``<p>chunks``: a row per save (the save's records joined by a newline) after the
+    rows a slot already holds; nothing is rewritten. And the reporting view over both."""
+    tables = Tables(names, flavor)
+    await conn.run_sync(lambda c: tables.chunks.create(c, checkfirst=True))
+    prep = conn.dialect.identifier_preparer
+    view = prep.quote(names.message_rows)
+    if names.schema is not None:
+        view = f"{prep.quote_schema(names.schema)}.{view}"
+    sql = view_sql(
+        flavor.name, view, prep.format_table(tables.messages), prep.format_table(tables.chunks)
+    )
+    await conn.exec_driver_sql(sql)
+
+
 @attrs.frozen
 class Migration:
     version: int
@@ -91,6 +131,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m1_initial),
     Migration(2, "generation_and_fences", _m2_generation_and_fences),
     Migration(3, "session_log", _m3_session_log),
+    Migration(4, "chunks", _m4_chunks),
 )
 LATEST = MIGRATIONS[-1].version
 

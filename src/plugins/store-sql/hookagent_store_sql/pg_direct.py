@@ -11,13 +11,15 @@ own statement cache (``connect_args={"statement_cache_size": 0}`` turns it off, 
 pgbouncer in transaction mode).
 
 Each statement is one implicit transaction (autocommit), so it applies wholly or not at all:
-* load: ``UNION ALL`` of the head row and the message rows past ``start`` (one statement,
-  one snapshot; no join and no sort: the rows come in index order and the store checks);
-  a cold load (nothing held) gets the head and the rows as two arrays in one row instead;
+* load: ``UNION ALL`` of the head row, the message rows past ``start`` and the chunks ending
+  past it (one statement, one snapshot; no join and no sort: the rows come in index order
+  and the store checks); a cold load (nothing held) gets the head, the rows as two arrays
+  and the chunks as three, in one row instead;
 * append: a writable CTE whose compare-and-set ``UPDATE`` (version, generation, count and the
-  MD5 of the head this instance checked) gates the ``INSERT`` of the rows;
+  MD5 of the head this instance checked) gates the ``INSERT`` of the save's chunk(s);
 * create: a writable CTE whose ``INSERT ... ON CONFLICT DO NOTHING`` of the slot gates the
-  message rows (rows left under the address are replaced or deleted in the same statement).
+  chunks (rows and chunks left under the address are deleted or replaced in the same
+  statement).
 Anything else (fences, rewrites, unconditional saves, deletes) uses the transaction path.
 Driver errors are wrapped as SQLAlchemy ``DBAPIError`` (``connection_invalidated`` when the
 connection died). As in SQLAlchemy, a dead connection invalidates the whole pool (every
@@ -40,7 +42,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
-from .save import Row
+from .save import Chunk
 from .schema import Tables
 
 try:  # SQLAlchemy 2.1 renamed await_only to await_
@@ -49,7 +51,7 @@ except ImportError:  # pragma: no cover - SQLAlchemy 2.0
     from sqlalchemy.util import await_only as await_
 
 T = TypeVar("T")
-Columns = tuple[list[int], list[str], list[str], list[str]]
+Columns = tuple[list[int], list[int], list[str]]
 
 _DISCONNECT_STATES = ("08", "57")  # connection exception, operator intervention (terminate)
 _NOT_DISCONNECT = ("57014",)  # query_canceled (statement timeout, pg_cancel_backend): rolled back
@@ -96,6 +98,7 @@ class PgDirect:
         self._pool_engine = engine.sync_engine
         prep = engine.dialect.identifier_preparer
         slots, messages = prep.format_table(tables.slots), prep.format_table(tables.messages)
+        chunks = prep.format_table(tables.chunks)
         # only the table names are formatted in: from the validated configuration, quoted
         # the head is sent only when it is not the one the caller holds ($4, $5: the version
         # and generation it holds; a version is written once per generation, and a
@@ -107,34 +110,49 @@ SELECT -1 AS seq, version, generation, message_count,
 FROM {slots} WHERE user_id = $1 AND slot_hash = $2
 UNION ALL
 SELECT seq, NULL, NULL, NULL, body FROM {messages}
-WHERE user_id = $1 AND slot_hash = $2 AND seq >= $3"""  # noqa: S608
-        # a cold load (this instance holds nothing of the slot): the head row and the
-        # message rows as two arrays in one row, so asyncpg builds one record and two lists
-        # in C instead of a record per message (the arrays follow one scan: the i-th seq is
-        # the i-th body's; the store checks the seqs as it checks rows)
+WHERE user_id = $1 AND slot_hash = $2 AND seq >= $3
+UNION ALL
+SELECT end_seq, NULL, NULL, n, body FROM {chunks}
+WHERE user_id = $1 AND slot_hash = $2 AND end_seq > $3"""  # noqa: S608
+        # a cold load (this instance holds nothing of the slot): the head row, the message
+        # rows as two arrays and the chunks' records split by the server, in one row, so
+        # asyncpg builds one record and the lists in C instead of a record per message (each
+        # aggregate follows one scan: the i-th seq is the i-th body's; a chunk's end_seq, n
+        # and record count are taken at its first record; a chunk's records are consecutive,
+        # its function scan runs whole; the store checks the tiling as it checks rows)
         self.cold_sql = f"""
-SELECT s.version, s.generation, s.message_count, s.head, m.seqs, m.bodies
+SELECT s.version, s.generation, s.message_count, s.head, m.seqs, m.bodies,
+    c.ends, c.ns, c.ks, c.recs
 FROM {slots} s, LATERAL (
     SELECT array_agg(seq) AS seqs, array_agg(body) AS bodies FROM {messages}
     WHERE user_id = s.user_id AND slot_hash = s.slot_hash
-) m
+) m, LATERAL (
+    SELECT array_agg(ch.end_seq) FILTER (WHERE r.i = 1) AS ends,
+        array_agg(ch.n) FILTER (WHERE r.i = 1) AS ns,
+        array_agg(cardinality(a.recs)) FILTER (WHERE r.i = 1) AS ks,
+        array_agg(r.rec) AS recs
+    FROM {chunks} ch, LATERAL (SELECT string_to_array(ch.body, E'\\n') AS recs) a,
+        unnest(a.recs) WITH ORDINALITY AS r(rec, i)
+    WHERE ch.user_id = s.user_id AND ch.slot_hash = s.slot_hash
+) c
 WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
-        rows = f"""INSERT INTO {messages}
-        (user_id, slot_hash, seq, session_id, state_key, role, msg_id, body)"""
+        chunk_rows = "unnest($10::int[], $11::int[], $12::text[]) AS r(end_seq, n, body)"
         self.append_sql = f"""
 WITH upd AS (
     UPDATE {slots} SET version = $6, message_count = $7, head = $8, updated_at = $9
     WHERE user_id = $1 AND slot_hash = $2 AND version = $3
-        AND generation = $4 AND message_count = $5 AND md5(convert_to(head, 'UTF8')) = $16
+        AND generation = $4 AND message_count = $5 AND md5(convert_to(head, 'UTF8')) = $13
     RETURNING 1
 ), ins AS (
-    {rows}
-    SELECT $1, $2, r.seq, $10, $11, r.role, r.msg_id, r.body
-    FROM unnest($12::int[], $13::text[], $14::text[], $15::text[]) AS r(seq, role, msg_id, body)
+    INSERT INTO {chunks} (user_id, slot_hash, end_seq, n, body)
+    SELECT $1, $2, r.end_seq, r.n, r.body FROM {chunk_rows}
     WHERE EXISTS (SELECT 1 FROM upd)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM ins)"""  # noqa: S608
+        # rows and chunks left under the address are deleted in the same statement; a
+        # chunk of the new slot's own key is replaced (one statement's parts cannot see
+        # each other's changes, so the delete spares it and the insert overwrites it)
         self.create_sql = f"""
 WITH new_slot AS (
     INSERT INTO {slots} (user_id, slot_hash, session_id, state_key, version, generation,
@@ -144,23 +162,27 @@ WITH new_slot AS (
     RETURNING 1
 ), orphans AS (
     DELETE FROM {messages}
-    WHERE user_id = $1 AND slot_hash = $2 AND seq >= $6 AND EXISTS (SELECT 1 FROM new_slot)
+    WHERE user_id = $1 AND slot_hash = $2 AND EXISTS (SELECT 1 FROM new_slot)
+    RETURNING 1
+), orphan_chunks AS (
+    DELETE FROM {chunks}
+    WHERE user_id = $1 AND slot_hash = $2 AND NOT (end_seq = ANY($9::int[]))
+        AND EXISTS (SELECT 1 FROM new_slot)
     RETURNING 1
 ), ins AS (
-    {rows}
-    SELECT $1, $2, r.seq, $3, $4, r.role, r.msg_id, r.body
-    FROM unnest($9::int[], $10::text[], $11::text[], $12::text[]) AS r(seq, role, msg_id, body)
+    INSERT INTO {chunks} (user_id, slot_hash, end_seq, n, body)
+    SELECT $1, $2, r.end_seq, r.n, r.body
+    FROM unnest($9::int[], $10::int[], $11::text[]) AS r(end_seq, n, body)
     WHERE EXISTS (SELECT 1 FROM new_slot)
-    ON CONFLICT (user_id, slot_hash, seq) DO UPDATE SET session_id = EXCLUDED.session_id,
-        state_key = EXCLUDED.state_key, role = EXCLUDED.role, msg_id = EXCLUDED.msg_id,
+    ON CONFLICT (user_id, slot_hash, end_seq) DO UPDATE SET n = EXCLUDED.n,
         body = EXCLUDED.body
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM new_slot), (SELECT count(*) FROM ins)"""  # noqa: S608
         self.probe_sql = f"""
 SELECT s.version, s.generation, s.message_count,
-    (SELECT m.body FROM {messages} m
-     WHERE m.user_id = s.user_id AND m.slot_hash = s.slot_hash AND m.seq = $3),
+    (SELECT c.body FROM {chunks} c
+     WHERE c.user_id = s.user_id AND c.slot_hash = s.slot_hash AND c.end_seq = $3),
     s.head = $4 AND s.updated_at = $5
 FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
 
@@ -244,8 +266,9 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         return await self.run(sql, lambda c: c.fetch(sql, user_id, h, start, *held))
 
     async def load_cold(self, user_id: str, h: str) -> Any:
-        """(version, generation, count, head, seqs, bodies) of the whole slot, or None if
-        there is no slot; seqs and bodies are lists in the same order (None: no rows)."""
+        """(version, generation, count, head, seqs, bodies, ends, ns, ks, recs) of the whole
+        slot, or None if there is no slot; seqs and bodies are lists in the same order (None:
+        no rows); ends, ns and ks (records found) one per chunk, recs their records."""
         sql = self.cold_sql
         return await self.run(sql, lambda c: c.fetchrow(sql, user_id, h))
 
@@ -254,14 +277,14 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         key: tuple[str, str, str, str],
         cas: tuple[int, int, int, str],
         new: tuple[int, int, str, datetime],
-        rows: list[Row],
+        rows: list[Chunk],
     ) -> bool:
         """key (u, h, s, k), cas (version, generation, count, MD5 of the head), new (version,
-        count, head, now): True if applied (the CAS matched and every row went in)."""
-        u, h, s, k = key
+        count, head, now): True if applied (the CAS matched and every chunk went in)."""
+        u, h, _s, _k = key
         sql = self.append_sql
         version, generation, count, token = cas
-        args = (u, h, version, generation, count, *new, s, k, *columns_of(rows), token)
+        args = (u, h, version, generation, count, *new, *columns_of(rows), token)
         got = await self.run(sql, lambda c: c.fetchrow(sql, *args))
         return bool(got is not None and got[0] == 1 and got[1] == len(rows))
 
@@ -271,12 +294,13 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         generation: int,
         head: str,
         now: datetime,
-        rows: list[Row],
+        rows: list[Chunk],
     ) -> bool:
         """True if the slot was created (False: it exists, nothing was written)."""
         u, h, s, k = key
         sql = self.create_sql
-        args = (u, h, s, k, generation, len(rows), head, now, *columns_of(rows))
+        count = rows[-1][0] if rows else 0
+        args = (u, h, s, k, generation, count, head, now, *columns_of(rows))
         got = await self.run(sql, lambda c: c.fetchrow(sql, *args))
         return bool(got is not None and got[0] == 1 and got[1] == len(rows))
 
@@ -294,8 +318,8 @@ FROM {slots} s WHERE s.user_id = $1 AND s.slot_hash = $2"""  # noqa: S608
         async def run_all(c: asyncpg.Connection) -> None:
             await c.fetch(self.load_sql, "", "", 0, -1, -1)
             await c.fetchrow(self.cold_sql, "", "")
-            none: Columns = ([], [], [], [])
-            await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, "", "", *none, "")
+            none: Columns = ([], [], [])
+            await c.fetchrow(self.append_sql, "", "", -1, 0, 0, 0, 0, "", None, *none, "")
             await c.fetchrow(self.probe_sql, "", "", 0, "", datetime(2000, 1, 1))
 
         await self.run("warm", run_all)
@@ -349,11 +373,6 @@ def _marked(err: BaseException, *, not_sent: bool = False, ended: bool = False) 
     return err
 
 
-def columns_of(rows: Sequence[tuple[int, str, str, str]]) -> Columns:
-    """(seqs, roles, msg_ids, bodies) of encoded rows, the arrays the statements unnest."""
-    return (
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        [r[2] for r in rows],
-        [r[3] for r in rows],
-    )
+def columns_of(chunks: Sequence[Chunk]) -> Columns:
+    """(end_seqs, ns, bodies) of encoded chunks, the arrays the statements unnest."""
+    return ([c[0] for c in chunks], [c[1] for c in chunks], [c[2] for c in chunks])

@@ -51,7 +51,7 @@ class RetryTransaction(Exception):
 class Queries:
     def __init__(self, tables: Tables, backend: str) -> None:
         self.t, self.backend = tables, backend
-        s, m = tables.slots, tables.messages
+        s, m, c = tables.slots, tables.messages, tables.chunks
         u: BindParameter[Any] = bindparam("u")
         h: BindParameter[Any] = bindparam("h")
         head = select(
@@ -68,12 +68,17 @@ class Queries:
             cast(null(), Integer),
             m.c.body,
         ).where(m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start"))
+        # the chunks past what the caller holds (one may straddle ``start``); the count
+        # column carries a chunk's ``n`` (NULL on a message row)
+        chunks = select(
+            c.c.end_seq, cast(null(), BigInteger), cast(null(), BigInteger), c.c.n, c.c.body
+        ).where(c.c.user_id == u, c.c.slot_hash == h, c.c.end_seq > bindparam("start"))
         # one statement = one snapshot on every dialect: the head and its tail agree. No join
         # and no ORDER BY: the rows come in primary-key order (the store checks, and sorts if
         # a database ever does otherwise); a sort of the whole history cost more than the
         # read. ``seq >= :start`` is a plain index range; a reader whose cached generation
         # turns out stale simply asks again from 0.
-        self.load = union_all(head, tail)
+        self.load = union_all(head, tail, chunks)
         self.exists = select(literal(1)).where(s.c.user_id == u, s.c.slot_hash == h)
         # the compare-and-set: it also proves generation, count and head are what the caller
         # read (checked, decoded) or wrote itself: nothing unread is ever overwritten
@@ -90,7 +95,15 @@ class Queries:
                 updated_at=bindparam("now"),
             )
         )
-        self.insert_messages = insert(m)
+        self.insert_chunks = insert(c)
+        # a rewrite from ``start``: where the chunk holding ``start`` begins (under the slot
+        # row's lock, taken by the compare-and-set), so it is rewritten whole
+        self.straddle = select(func.min(c.c.end_seq - c.c.n)).where(
+            c.c.user_id == u, c.c.slot_hash == h, c.c.end_seq > bindparam("start")
+        )
+        self.delete_chunks_from = delete(c).where(
+            c.c.user_id == u, c.c.slot_hash == h, c.c.end_seq > bindparam("start")
+        )
         self.fence_upsert = self._fence_upsert() if backend != "mysql" else None
         self.delete_from = delete(m).where(
             m.c.user_id == u, m.c.slot_hash == h, m.c.seq >= bindparam("start")
@@ -101,6 +114,9 @@ class Queries:
         self.session_slots = keys.with_for_update() if backend != "sqlite" else keys
         self.delete_session_messages = delete(m).where(
             m.c.user_id == u, m.c.slot_hash.in_(bindparam("hashes", expanding=True))
+        )
+        self.delete_session_chunks = delete(c).where(
+            c.c.user_id == u, c.c.slot_hash.in_(bindparam("hashes", expanding=True))
         )
         self.delete_session_slots = delete(s).where(s.c.user_id == u, s.c.session_id == sess)
 

@@ -3,7 +3,10 @@
 Everything that can be validated is encoded before the transaction starts (the head and the
 messages past the unchanged prefix); the rest of the history is encoded only if the save
 turns out to be a rewrite, still before the first row is written, so a bad state writes
-nothing. The write itself is proportional to the change.
+nothing. The write itself is proportional to the change. The messages go in as chunks (a
+row per save, ``<p>chunks``); a rewrite whose start falls inside a stored chunk rewrites it
+from that chunk's first message, found (and those messages encoded) after the compare-and-set
+locked the slot row: an error there rolls the transaction back, nothing is written.
 
 Fail closed: the compare-and-set ``UPDATE`` matches only a row whose version, generation,
 count and head are the ones this instance checked (a load) or wrote; any other row is read
@@ -31,24 +34,35 @@ from .cache import CachedSlot
 from .errors import is_duplicate
 from .migrations import utcnow
 from .queries import Queries, RetryTransaction
-from .schema import MSG_ID_LENGTH, ROLE_LENGTH, slot_hash
+from .schema import slot_hash
 
-Row = tuple[int, str, str, str]
-"""An encoded message: (seq, role, msg_id, body)."""
+Chunk = tuple[int, int, str]
+"""A stored chunk: (end_seq, n, body): messages ``end_seq - n .. end_seq - 1``, their records
+joined by a newline (``encode_msg`` never writes a raw one: compact JSON escapes it)."""
+
+CHUNK_BYTES = 1024 * 1024
+"""A save's records go in chunks of at most this many bytes (one record may be alone and up
+to the message limit): MySQL's MEDIUMTEXT holds 16 MiB, and a rewrite may be the whole history."""
 
 
-def _readable(value: object, length: int) -> str:
-    return str(value).replace("\x00", "")[:length]
+def encode_body(msg: Msg) -> str:
+    """Encode (and so validate) one message: its record as text."""
+    return encode_msg(msg).decode("utf-8")
 
 
-def encode_row(seq: int, msg: Msg) -> tuple[int, str, str, str]:
-    """Encode (and so validate) one message: (seq, role, msg_id, body)."""
-    return (
-        seq,
-        _readable(getattr(msg, "role", ""), ROLE_LENGTH),
-        _readable(getattr(msg, "id", ""), MSG_ID_LENGTH),
-        encode_msg(msg).decode("utf-8"),
-    )
+def chunks_of(start: int, bodies: list[str]) -> list[Chunk]:
+    """Messages ``start ..`` (their records) as chunks, in order, each under ``CHUNK_BYTES``
+    unless a single record is larger."""
+    out: list[Chunk] = []
+    first, size = 0, 0
+    for i, body in enumerate(bodies):
+        if i > first and size + len(body) + 1 > CHUNK_BYTES:
+            out.append((start + i, i - first, "\n".join(bodies[first:i])))
+            first, size = i, 0
+        size += len(body) + 1
+    if first < len(bodies):
+        out.append((start + len(bodies), len(bodies) - first, "\n".join(bodies[first:])))
+    return out
 
 
 def rows_past_count(slot: verify.Slot) -> CorruptState:
@@ -88,35 +102,19 @@ class SavePlan:
         self.base = state.context.unchanged_prefix
         self.appended: int | None = None
         """Where the applied write appended to exactly what ``cached`` holds (None: it did not)."""
-        self._rows: dict[int, Row] = {}
+        self._rows: dict[int, str] = {}
         self._encode(self.base)  # the new messages: validated before anything is written
 
-    def _encode(self, start: int) -> list[Row]:
+    def _encode(self, start: int) -> list[str]:
+        """The records of messages ``start ..`` (each encoded once per plan)."""
         rows, msgs = self._rows, self.history
         out = []
         for seq in range(start, self.count):
             row = rows.get(seq)
             if row is None:
-                row = rows[seq] = encode_row(seq, msgs[seq])
+                row = rows[seq] = encode_body(msgs[seq])
             out.append(row)
         return out
-
-    def _dicts(self, rows: list[Row]) -> list[dict[str, Any]]:
-        """Rows as the SQLAlchemy ``INSERT`` takes them."""
-        u, h, s, k = self.u, self.h, self.s, self.k
-        return [
-            {
-                "user_id": u,
-                "slot_hash": h,
-                "seq": seq,
-                "session_id": s,
-                "state_key": k,
-                "role": role,
-                "msg_id": msg_id,
-                "body": body,
-            }
-            for seq, role, msg_id, body in rows
-        ]
 
     def _params(self) -> dict[str, str]:
         return {"u": self.u, "h": self.h}
@@ -125,9 +123,14 @@ class SavePlan:
     def slot(self) -> verify.Slot:
         return (self.u, self.s, self.k)
 
-    def _insert(self, conn: Connection, q: Queries, rows: list[Row]) -> None:
+    def _insert(self, conn: Connection, q: Queries, start: int, rows: list[str]) -> None:
+        u, h = self.u, self.h
+        values = [
+            {"user_id": u, "slot_hash": h, "end_seq": end, "n": n, "body": body}
+            for end, n, body in chunks_of(start, rows)
+        ]
         try:
-            conn.execute(q.insert_messages, self._dicts(rows))
+            conn.execute(q.insert_chunks, values)
         except Exception as exc:
             if is_duplicate(exc):
                 raise rows_past_count(self.slot) from None
@@ -181,9 +184,10 @@ class SavePlan:
         """A create (expected version 0) without a fence: one statement can do it."""
         return self.fence is None and self.expected == 0
 
-    def new_rows(self) -> list[Row]:
-        """The rows an append writes (after ``is_append``) or a create writes (all)."""
-        return self._encode(self.base if self.expected != 0 else 0)
+    def new_chunks(self) -> list[Chunk]:
+        """The chunks an append writes (after ``is_append``) or a create writes (all)."""
+        start = self.base if self.expected != 0 else 0
+        return chunks_of(start, self._encode(start))
 
     def run(self, conn: Connection, q: Queries) -> tuple[int, int]:
         """Return (new version, new generation) or raise VersionConflict/Fenced."""
@@ -244,8 +248,9 @@ class SavePlan:
             raise VersionConflict(self.u, self.s, self.k, 0, seen[0] if seen else None)
         # rows left behind under this slot's address must not leak into the new slot
         conn.execute(q.delete_from, {**self._params(), "start": 0})
+        conn.execute(q.delete_chunks_from, {**self._params(), "start": 0})
         if rows:
-            self._insert(conn, q, rows)
+            self._insert(conn, q, 0, rows)
         return 1, generation
 
     def _update(
@@ -284,7 +289,16 @@ class SavePlan:
         ):
             self.appended = start
         if start < stored:
-            conn.execute(q.delete_from, {**self._params(), "start": start})
+            # a chunk holding ``start`` is rewritten whole: from its first message (the
+            # history's unchanged prefix holds them; the slot row is locked by the UPDATE)
+            params = {**self._params(), "start": start}
+            first = conn.execute(q.straddle, params).scalar()
+            if type(first) is int and 0 <= first < start:
+                start = first
+                rows = self._encode(start)
+                params["start"] = start
+            conn.execute(q.delete_from, params)
+            conn.execute(q.delete_chunks_from, params)
         if rows:
-            self._insert(conn, q, rows)
+            self._insert(conn, q, start, rows)
         return version + 1, new_generation

@@ -89,7 +89,7 @@ def _table_kw(flavor: Flavor) -> dict[str, Any]:
 class Tables:
     """The current (latest migration) shape of every table, for queries and DDL."""
 
-    def __init__(self, names: TableNames, flavor: Flavor, *, version: int = 2) -> None:
+    def __init__(self, names: TableNames, flavor: Flavor, *, version: int = 4) -> None:
         self.names, self.flavor = names, flavor
         self.metadata = MetaData(schema=names.schema)
         f, kw, p = flavor, _table_kw(flavor), names.prefix
@@ -130,6 +130,22 @@ class Tables:
             PrimaryKeyConstraint("user_id", "slot_hash", "seq", name=f"{p}messages_pk"),
             **kw,
         )
+        # a row per save (migration 4): the records of messages ``end_seq - n .. end_seq - 1``
+        # joined by "\n" (a record never holds a raw newline); ``end_seq`` (exclusive) is the
+        # key so "the chunks past what I hold" (``end_seq > start``) is an index range
+        self.chunks = Table(
+            names.chunks,
+            self.metadata,
+            Column("user_id", f.id(), nullable=False),
+            Column("slot_hash", f.ascii(HASH_LENGTH), nullable=False),
+            Column("end_seq", Integer, nullable=False),
+            Column("n", Integer, nullable=False),
+            Column("body", f.text(), nullable=False),
+            PrimaryKeyConstraint("user_id", "slot_hash", "end_seq", name=f"{p}chunks_pk"),
+            **kw,
+        )
+        if version < 4:
+            self.metadata.remove(self.chunks)
         self.fences = Table(
             names.fences,
             self.metadata,

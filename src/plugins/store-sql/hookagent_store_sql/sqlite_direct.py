@@ -5,7 +5,7 @@ Why: each operation is already one hop into that thread; inside it, SQLAlchemy C
 about as much client CPU as SQLite itself (statement caching, parameter processing, result
 rows, the ``Connection`` and transaction objects). Here a write is ``BEGIN IMMEDIATE``, the
 compare-and-set ``UPDATE`` (rowcount checked) or the create's ``INSERT ... ON CONFLICT DO
-NOTHING``, one ``executemany`` of the new rows, ``COMMIT``: the same statements as the
+NOTHING``, the ``INSERT`` of the save's chunk (a row per save), ``COMMIT``: the same statements as the
 transaction path, in one transaction (shared with the saves queued meanwhile: group commit,
 ``sqlite_batch``), with the same writer lock (the thread) and the same busy rules (errors are wrapped as SQLAlchemy errors, so ``database is locked`` is retried by
 the store as before). The tables are the ones SQLAlchemy created; timestamps are written in
@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 
 from . import sqlite_cold
 from .runner import ThreadRunner
-from .save import Row
+from .save import Chunk
 from .schema import Tables
 from .sqlite_batch import GroupCommit
 
@@ -61,13 +61,17 @@ class SqliteDirect:
         self._batch = GroupCommit(runner, self._engine, wrap)
         prep = self._engine.dialect.identifier_preparer
         slots, messages = prep.format_table(tables.slots), prep.format_table(tables.messages)
+        chunks = prep.format_table(tables.chunks)
         # only the table names are formatted in: from the validated configuration, quoted
         self.load_sql = f"""
 SELECT -1, version, generation, message_count, head FROM {slots}
 WHERE user_id = ? AND slot_hash = ?
 UNION ALL
 SELECT seq, NULL, NULL, NULL, body FROM {messages}
-WHERE user_id = ? AND slot_hash = ? AND seq >= ?"""  # noqa: S608
+WHERE user_id = ? AND slot_hash = ? AND seq >= ?
+UNION ALL
+SELECT end_seq, NULL, NULL, n, body FROM {chunks}
+WHERE user_id = ? AND slot_hash = ? AND end_seq > ?"""  # noqa: S608
         self.cas_sql = f"""
 UPDATE {slots} SET version = ?, message_count = ?, head = ?, updated_at = ?
 WHERE user_id = ? AND slot_hash = ? AND version = ? AND generation = ? AND message_count = ?
@@ -78,18 +82,18 @@ INSERT INTO {slots} (user_id, slot_hash, session_id, state_key, version, generat
 VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
 ON CONFLICT (user_id, slot_hash) DO NOTHING"""  # noqa: S608
         self.orphans_sql = f"DELETE FROM {messages} WHERE user_id = ? AND slot_hash = ?"  # noqa: S608
+        self.orphan_chunks_sql = f"DELETE FROM {chunks} WHERE user_id = ? AND slot_hash = ?"  # noqa: S608
         self.insert_sql = f"""
-INSERT INTO {messages} (user_id, slot_hash, seq, session_id, state_key, role, msg_id, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""  # noqa: S608
+INSERT INTO {chunks} (user_id, slot_hash, end_seq, n, body) VALUES (?, ?, ?, ?, ?)"""  # noqa: S608
         self._cold_sql = (
             sqlite_cold.head_sql(slots),
-            sqlite_cold.chunk_sql(messages),
-            sqlite_cold.past_sql(messages),
+            sqlite_cold.rows_sql(messages),
+            sqlite_cold.chunks_sql(chunks),
         )
         self.probe_sql = f"""
 SELECT version, generation, message_count,
-    (SELECT body FROM {messages} WHERE user_id = s.user_id AND slot_hash = s.slot_hash
-     AND seq = ?),
+    (SELECT body FROM {chunks} WHERE user_id = s.user_id AND slot_hash = s.slot_hash
+     AND end_seq = ?),
     head = ? AND updated_at = ?
 FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
@@ -117,7 +121,7 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
     async def load(self, user_id: str, h: str, start: int) -> list[Any]:
         """[(seq=-1, version, generation, count, head), (seq, _, _, _, body) ...] or []."""
-        args = (user_id, h, user_id, h, start)
+        args = (user_id, h, user_id, h, start, user_id, h, start)
 
         def run(conn: sqlite3.Connection) -> list[Any]:
             try:
@@ -155,15 +159,15 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
         key: tuple[str, str, str, str],
         cas: tuple[int, int, int, str],
         new: tuple[int, int, str, datetime],
-        rows: list[Row],
+        rows: list[Chunk],
     ) -> bool:
         """key (u, h, s, k), cas (version, generation, count, the head this instance checked),
         new (version, count, head, now):
         True if applied, False if the compare-and-set matched nothing (nothing written)."""
-        u, h, s, k = key
+        u, h = key[0], key[1]
         version, count, head, now = new
         cas_args = (version, count, head, timestamp(now), u, h, *cas)
-        values = [(u, h, seq, s, k, role, mid, body) for seq, role, mid, body in rows]
+        values = [(u, h, end, n, body) for end, n, body in rows]
 
         def body(conn: sqlite3.Connection) -> bool:
             if conn.execute(self.cas_sql, cas_args).rowcount != 1:
@@ -180,19 +184,21 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
         generation: int,
         head: str,
         now: datetime,
-        rows: list[Row],
+        rows: list[Chunk],
     ) -> bool:
         """True if the slot was created; False if it exists (nothing written)."""
         u, h, s, k = key
         ts = timestamp(now)
-        slot_args = (u, h, s, k, generation, len(rows), head, ts, ts)
-        values = [(u, h, seq, s, k, role, mid, body) for seq, role, mid, body in rows]
+        count = rows[-1][0] if rows else 0
+        slot_args = (u, h, s, k, generation, count, head, ts, ts)
+        values = [(u, h, end, n, body) for end, n, body in rows]
 
         def body(conn: sqlite3.Connection) -> bool:
             if conn.execute(self.create_sql, slot_args).rowcount != 1:
                 return False
             # rows left behind under this slot's address must not leak into the new slot
             conn.execute(self.orphans_sql, (u, h))
+            conn.execute(self.orphan_chunks_sql, (u, h))
             if values:
                 conn.executemany(self.insert_sql, values)
             return True

@@ -2,9 +2,10 @@
 
 A save is one transaction: [fence upsert], the compare-and-set ``UPDATE ... WHERE version =
 :expected`` (rowcount checked) or the create-if-absent ``INSERT``, then only the changed
-messages (``DELETE seq >= prefix`` when the stored history must shrink, ``INSERT`` of the new
-rows). A load is one statement returning the head and only the rows past what this instance
-already holds for the slot's generation. The load, the append and the create take a direct
+messages (``DELETE`` of the rows and chunks past the rewrite's start when the stored history
+must shrink, ``INSERT`` of one chunk: a row per save, ``<p>chunks``). A load is one statement
+returning the head and only the rows and chunks past what this instance already holds for the
+slot's generation (old slots keep the rows, one per message, older versions wrote). The load, the append and the create take a direct
 path where one exists: asyncpg statements on PostgreSQL (``pg_direct``), plain ``sqlite3``
 calls in the file's thread on SQLite (``sqlite_direct``, with group commit in
 ``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``). What is rerun lives in
@@ -285,11 +286,15 @@ class SQLAgentStateStore:
         self._cache.drop(slot)
         if got is None:
             return Versioned(None, 0)
-        version, generation, count, head, seqs, bodies = got
+        version, generation, count, head, seqs, bodies, ends, ns, ks, recs = got
         verify.check_counters(version, generation, count, slot)
         if head is None:
             raise CorruptState(f"{slot_name(*slot)}: the load sent no head")
-        messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)
+        if ends or recs:
+            split = (ends or (), ns or (), ks or (), recs or ())
+            messages = verify.decode_split(seqs or (), bodies or (), split, count, slot)
+        else:
+            messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)
         state = verify.decode_slot(head, messages, count, slot)
         self._cache.put(slot, CachedSlot(version, generation, messages, count, head))
         return Versioned(state, version)
@@ -411,6 +416,7 @@ class SQLAgentStateStore:
             params = {"u": user_id, "h": slot_hash(session_id, key or AGENT_STATE_KEY)}
             gone = conn.execute(q.delete_slot, params).rowcount
             conn.execute(q.delete_from, {**params, "start": 0})
+            conn.execute(q.delete_chunks_from, {**params, "start": 0})
             return bool(gone)
 
         def every(conn: Connection) -> bool:
@@ -419,6 +425,7 @@ class SQLAgentStateStore:
             if not hashes:
                 return False
             conn.execute(q.delete_session_messages, {"u": user_id, "hashes": hashes})
+            conn.execute(q.delete_session_chunks, {"u": user_id, "hashes": hashes})
             conn.execute(q.delete_session_slots, params)
             return True
 

@@ -75,13 +75,111 @@ def name_error(exc: Exception, slot: Slot) -> None:
 
 
 def decode_tail(rows: Sequence[Any], start: int, count: int, slot: Slot) -> list[Msg]:
-    """Decode the message rows (``rows[1:]``; ``rows[0]`` is the head).
+    """Decode the message rows and chunks (``rows[1:]``; ``rows[0]`` is the head): a
+    message row is (seq, _, _, None, body), a chunk (end_seq, _, _, n, body).
 
-    They normally come in ``seq`` order, exactly ``start .. count-1``; another order is
-    sorted; a gap or a row past the count is ``CorruptState`` (the count disagrees).
+    They normally come in order, exactly ``start .. count-1``; another order is sorted; a
+    gap, an overlap or anything past the count is ``CorruptState`` (the count disagrees).
     """
     tail = rows[1:]
+    if any(r[3] is not None for r in tail):
+        seqs = [r[0] for r in tail if r[3] is None]
+        bodies = [r[4] for r in tail if r[3] is None]
+        chunks = [(r[0], r[3], r[4]) for r in tail if r[3] is not None]
+        return decode_mixed(seqs, bodies, chunks, start, count, slot)
     return decode_columns([r[0] for r in tail], [r[4] for r in tail], start, count, slot)
+
+
+def split_chunk(end: Any, n: Any, body: Any, slot: Slot) -> list[str]:
+    """A chunk's records: exactly ``n`` of them, or ``CorruptState``."""
+    if type(end) is not int or type(n) is not int or n < 1 or end - n < 0 or type(body) is not str:
+        raise CorruptState(f"{slot_name(*slot)}: a message chunk ending at {end!r} is malformed")
+    records = body.split("\n")
+    if len(records) != n:
+        raise CorruptState(
+            f"{slot_name(*slot)}: the message chunk ending at {end} says {n} messages but "
+            f"holds {len(records)} records"
+        )
+    return records
+
+
+def decode_split(
+    seqs: Sequence[Any],
+    bodies: Sequence[Any],
+    split: tuple[Sequence[Any], Sequence[Any], Sequence[Any], Sequence[Any]],
+    count: int,
+    slot: Slot,
+) -> list[Msg]:
+    """A whole slot whose chunks the server split (PostgreSQL's cold load): message rows
+    ``0 .. m-1`` (any order), then per chunk its end_seq, n and the records found, and all
+    the records in chunk order. Same rules as ``decode_mixed``: the chunks tile ``m ..
+    count-1``, each holding exactly ``n`` records, else ``CorruptState``."""
+    ends, ns, ks, recs = split
+    m = len(seqs)
+    rows = decode_columns(seqs, bodies, 0, m, slot) if m else []
+    pos = m
+    if not (len(ends) == len(ns) == len(ks)):
+        raise CorruptState(f"{slot_name(*slot)}: the load's chunk columns disagree")
+    for end, n, k in zip(ends, ns, ks, strict=True):
+        if n != k:
+            raise CorruptState(
+                f"{slot_name(*slot)}: the message chunk ending at {end} says {n} messages but "
+                f"holds {k} records"
+            )
+        if end - n != pos:
+            break
+        pos = end
+    else:
+        if pos == count and len(recs) == count - m:
+            return [*rows, *decode_bodies(recs, slot)] if rows else decode_bodies(recs, slot)
+    raise CorruptState(
+        f"{slot_name(*slot)} says {count} messages but its rows and chunks from seq 0 "
+        f"do not hold exactly 0..{count - 1} (a gap, an overlap, or messages past them)"
+    )
+
+
+def decode_mixed(
+    seqs: Sequence[Any],
+    bodies: Sequence[Any],
+    chunks: Sequence[tuple[Any, Any, Any]],
+    start: int,
+    count: int,
+    slot: Slot,
+) -> list[Msg]:
+    """Message rows (``seqs[i]`` is ``bodies[i]``'s) and chunks (end_seq, n, body) that must
+    tile ``start .. count-1`` exactly (a chunk may straddle ``start``: its records before
+    it are dropped), decoded in one ``decode_msgs``; anything else is ``CorruptState``."""
+    parts: list[tuple[int, int, Any]] = []  # (first seq, n, body or records)
+    if len(seqs) != len(bodies):
+        raise CorruptState(f"{slot_name(*slot)}: the load's row columns disagree")
+    for seq, body in zip(seqs, bodies, strict=True):
+        if type(seq) is not int:
+            raise CorruptState(f"{slot_name(*slot)}: a message row's seq {seq!r} is malformed")
+        parts.append((seq, 0, body))
+    for end, n, body in chunks:
+        records = split_chunk(end, n, body, slot)
+        parts.append((end - n, n, records))
+    parts.sort(key=itemgetter(0))
+    items: list[Any] = []
+    pos = start
+    for i, (first, n, body) in enumerate(parts):
+        if n == 0:  # a message row
+            if first != pos:
+                break
+            items.append(body)
+            pos += 1
+            continue
+        if first > pos or (first < pos and (i > 0 or first + n <= pos)):
+            break
+        items.extend(body[pos - first :] if first < pos else body)
+        pos = first + n
+    else:
+        if pos == count:
+            return decode_bodies(items, slot)
+    raise CorruptState(
+        f"{slot_name(*slot)} says {count} messages but its rows and chunks from seq {start} "
+        f"do not hold exactly {start}..{count - 1} (a gap, an overlap, or messages past them)"
+    )
 
 
 def decode_columns(

@@ -56,8 +56,16 @@ async def drop_tables(url: str, names: TableNames) -> None:
                     f"DROP DATABASE IF EXISTS {prep.quote_schema(names.schema)}"
                 )
                 return
+            await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prep.quote(names.message_rows)}")
             log = (names.log_commits, names.log_seals, names.log_heads)
-            for table in (names.messages, names.slots, names.fences, *log, names.migrations):
+            for table in (
+                names.chunks,
+                names.messages,
+                names.slots,
+                names.fences,
+                *log,
+                names.migrations,
+            ):
                 await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prep.quote(table)}")
     finally:
         await engine.dispose()
@@ -122,7 +130,7 @@ async def plant_document(
             }
         )
     async with store.engine.begin() as conn:
-        for table in (t.messages, t.slots):
+        for table in (t.messages, t.chunks, t.slots):
             await conn.execute(delete(table).where(table.c.user_id == user, table.c.slot_hash == h))
         await conn.execute(
             insert(t.slots).values(

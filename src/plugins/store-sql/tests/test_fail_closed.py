@@ -23,7 +23,7 @@ from hookagent.store.ids import slot_name
 from hookagent_store_sql import SQLAgentStateStore, slot_hash
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlenv import fresh_store
+from sqlenv import fresh_store, plant_document
 
 pytestmark = pytest.mark.anyio
 
@@ -74,7 +74,7 @@ async def rows(store: SQLAgentStateStore) -> tuple[list[tuple[Any, ...]], ...]:
     t = store.tables
     async with store.engine.connect() as conn:
         out = []
-        for table in (t.slots, t.messages, t.fences):
+        for table in (t.slots, t.messages, t.chunks, t.fences):
             got = await conn.execute(select(table).order_by(*table.primary_key.columns))
             out.append([tuple(r) for r in got])
     return tuple(out)
@@ -98,6 +98,21 @@ def _body(store: SQLAgentStateStore, body: str) -> Any:
 def _drop_row(store: SQLAgentStateStore) -> Any:
     m = store.tables.messages
     return delete(m).where(m.c.user_id == "u", m.c.slot_hash == H, m.c.seq == 1)
+
+
+def _chunk(store: SQLAgentStateStore, **values: Any) -> Any:
+    c = store.tables.chunks
+    return update(c).where(c.c.user_id == "u", c.c.slot_hash == H).values(**values)
+
+
+def _overlap(store: SQLAgentStateStore) -> Any:
+    row = dict(user_id="u", slot_hash=H, seq=1, session_id="s", state_key="agent_state")
+    body = encode_msg(Msg.user("b")).decode()
+    return insert(store.tables.messages).values(**row, role="user", msg_id="x", body=body)
+
+
+def _records(*bodies: str) -> str:
+    return "\n".join(bodies)
 
 
 def _newer_head() -> str:
@@ -131,6 +146,20 @@ ROWS = {  # damage to message rows: a handle that holds them decoded does not re
 }
 
 
+CHUNKS = {  # damage to the chunk a save wrote (a, b, c: end_seq 3, n 3)
+    "chunk-missing": lambda st: delete(st.tables.chunks),
+    "chunk-n-too-low": lambda st: _chunk(st, n=2),
+    "chunk-n-too-high": lambda st: _chunk(st, n=4),  # also starts before 0
+    "chunk-one-record-short": lambda st: _chunk(
+        st, body=_records(*(encode_msg(Msg.user(t)).decode() for t in "ab"))
+    ),
+    "chunk-garbage": lambda st: _chunk(st, body=_records("[1]", "{not json", "[]")),
+    "chunk-gap": lambda st: _chunk(st, end_seq=4, n=3),  # seq 0 missing, 3 past the count
+    "chunk-overlap": _overlap,  # a message row at seq 1 inside the chunk
+    "chunk-short-of-count": lambda st: _slot(st, message_count=4),
+}
+
+
 def expected_error(damage: str) -> type[InvalidState]:
     return UnsupportedSchemaVersion if damage.startswith("newer-schema") else CorruptState
 
@@ -154,20 +183,26 @@ async def refused(
         assert await rows(store) == before, (expected, fence)
 
 
-async def seeded(store: SQLAgentStateStore) -> None:
-    """Slot ("u", "s") at version 1 with messages a, b, c; ``store`` holds it (warm)."""
-    assert await store.save_if_version("u", "s", state_of("a", "b", "c"), 0) == 1
+async def seeded(store: SQLAgentStateStore, *, rows_layout: bool = False) -> None:
+    """Slot ("u", "s") at version 1 with messages a, b, c; ``store`` holds it (warm).
+    ``rows_layout``: written as older versions wrote it (a row per message), else by a save
+    (one chunk)."""
+    if rows_layout:
+        document = state_of("a", "b", "c").to_json()
+        await plant_document(store, "u", "s", "agent_state", document, 1)
+    else:
+        assert await store.save_if_version("u", "s", state_of("a", "b", "c"), 0) == 1
     assert (await store.get_versioned("u", "s")).version == 1
 
 
-@pytest.mark.parametrize("damage", list(HEAD) + list(ROWS))
+@pytest.mark.parametrize("damage", list(HEAD) + list(ROWS) + list(CHUNKS))
 async def test_a_damaged_slot_fails_closed(store: SQLAgentStateStore, damage: str) -> None:
-    await seeded(store)
+    await seeded(store, rows_layout=damage in ROWS)
     if damage == "row-with-nul" and store.engine.dialect.name == "postgresql":
         with pytest.raises(Exception, match="0x00"):  # PostgreSQL text cannot hold a NUL
             await plant(store, ROWS[damage](store))
         return
-    await plant(store, (HEAD | ROWS)[damage](store))
+    await plant(store, (HEAD | ROWS | CHUNKS)[damage](store))
     before = await rows(store)
     error = expected_error(damage)
     fresh = handle(store)
@@ -176,7 +211,7 @@ async def test_a_damaged_slot_fails_closed(store: SQLAgentStateStore, damage: st
     assert NAME in str(info.value)
     await refused(fresh, error, before)  # after a failed load: the case of issue 13
     await refused(handle(store), error, before)  # a save with no load before it
-    if damage in HEAD:
+    if damage in HEAD or damage == "chunk-short-of-count":
         # the warm handle's compare-and-set (version, generation, count, head) fails, so the
         # transaction reads the row and checks it before anything is written
         await refused(store, error, before)
@@ -185,7 +220,11 @@ async def test_a_damaged_slot_fails_closed(store: SQLAgentStateStore, damage: st
     else:
         # the rows this handle decoded are not reread (a load trusts them as well); the head
         # and counters are checked on every save and load; a fresh handle sees the damage
-        assert len((await store.get_versioned("u", "s")).state.context) == 3
+        if damage == "chunk-gap":  # its chunk ends past what the handle holds: read, refused
+            with pytest.raises(CorruptState):
+                await store.get_versioned("u", "s")
+        else:
+            assert len((await store.get_versioned("u", "s")).state.context) == 3
     assert await rows(store) == before
     # the repair is explicit: delete, then save anew
     assert await fresh.delete("u", "s", "agent_state")
@@ -264,15 +303,11 @@ async def test_an_edit_saved_at_the_current_version_reaches_every_handle(
 
 
 async def test_rows_past_the_count_refuse_the_warm_append(store: SQLAgentStateStore) -> None:
-    """A stray row where the next append writes: CorruptState, not a driver error."""
+    """A stray chunk where the next append writes: CorruptState, not a driver error."""
     await seeded(store)
-    m = store.tables.messages
-    stray = Msg.user("stray")
-    row = dict(user_id="u", slot_hash=H, seq=3, session_id="s", state_key="agent_state")
-    await plant(
-        store,
-        insert(m).values(**row, role="user", msg_id=stray.id, body=encode_msg(stray).decode()),
-    )
+    stray = encode_msg(Msg.user("stray")).decode()
+    row = dict(user_id="u", slot_hash=H, end_seq=4, n=1, body=stray)
+    await plant(store, insert(store.tables.chunks).values(**row))
     before = await rows(store)
     got = state_of("a", "b", "c")
     got.context.mark_committed()

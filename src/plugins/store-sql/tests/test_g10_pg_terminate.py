@@ -49,7 +49,7 @@ async def _install_triggers(names: TableNames) -> None:
             BEGIN PERFORM pg_sleep(random() * 0.006); RETURN NULL; END $$;
             CREATE TRIGGER slow_update AFTER UPDATE ON "{schema}"."{names.slots}"
                 FOR EACH ROW EXECUTE FUNCTION "{schema}".slow_save();
-            CREATE TRIGGER slow_insert AFTER INSERT ON "{schema}"."{names.messages}"
+            CREATE TRIGGER slow_insert AFTER INSERT ON "{schema}"."{names.chunks}"
                 FOR EACH STATEMENT EXECUTE FUNCTION "{schema}".slow_save();
             """
         )
@@ -148,19 +148,19 @@ async def test_terminated_backends_apply_each_save_once_or_not_at_all(tmp_path: 
         )
         assert got.version == 1 + outcome["ok"] + applied_unknown
 
-        # no partial rows: the count column matches the rows, seq is contiguous from 0
+        # no partial chunks: the count column matches the chunks, which tile 0 .. count-1
         conn = await asyncpg.connect(_dsn())
         try:
-            s, m = f'"{names.schema}"."{names.slots}"', f'"{names.schema}"."{names.messages}"'
+            s, c = f'"{names.schema}"."{names.slots}"', f'"{names.schema}"."{names.chunks}"'
             count = await conn.fetchval(f"SELECT message_count FROM {s} WHERE user_id = $1", USER)
-            stats = await conn.fetchrow(
-                f"SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM {m} WHERE user_id = $1",
-                USER,
+            chunks = await conn.fetch(
+                f"SELECT end_seq, n FROM {c} WHERE user_id = $1 ORDER BY end_seq", USER
             )
         finally:
             await conn.close()
-        assert count == len(got.state.context) == stats["n"]
-        assert (stats["lo"], stats["hi"]) == (0, count - 1)
+        assert count == len(got.state.context) == sum(r["n"] for r in chunks)
+        ends = [r["end_seq"] for r in chunks]
+        assert [r["end_seq"] - r["n"] for r in chunks] == [0, *ends[:-1]] and ends[-1] == count
     finally:
         await store.aclose()
         await drop_tables(PG_URL, names)

@@ -64,12 +64,13 @@ async def test_hostile_ids_touch_only_their_own_rows(store) -> None:
         assert await store.delete(uid, sid, key=key)
     t = store.tables
     assert await _distinct_users(store, t.slots) == set(users)
-    assert await _distinct_users(store, t.messages) == set(users)
+    assert await _distinct_users(store, t.chunks) == set(users)
     assert await _distinct_users(store, t.fences) == set(users)
     async with store.engine.connect() as conn:
         slots = (await conn.execute(select(func.count()).select_from(t.slots))).scalar()
-        msgs = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
-    assert slots == len(users) and msgs == 3 * len(users)
+        msgs = (await conn.execute(select(func.sum(t.chunks.c.n)))).scalar()
+        rows = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
+    assert slots == len(users) and msgs == 3 * len(users) and rows == 0
     for i, uid in enumerate(users):
         sid = HOSTILE_IDS[(i + 7) % len(HOSTILE_IDS)]
         got = await store.get_versioned(uid, sid)

@@ -89,7 +89,7 @@ async def _write_as_v1(url: str, names: TableNames, user: str, sid: str, texts: 
 async def test_v1_database_upgrades_in_place(target) -> None:
     url, names = target
     status = await migrate(url, table_prefix=names.prefix, to_version=1)
-    assert (status.current, status.pending) == (1, (2, 3))
+    assert (status.current, status.pending) == (1, (2, 3, 4))
     await _write_as_v1(url, names, "alice", "s1", ["one", "two", "three"])
     before = await check_migrations(url, table_prefix=names.prefix)
     assert before.current == 1 and not before.up_to_date
@@ -101,8 +101,8 @@ async def test_v1_database_upgrades_in_place(target) -> None:
     await strict.aclose()
 
     after = await migrate(url, table_prefix=names.prefix)
-    assert after.up_to_date and after.current == LATEST == 3 and after.applied == (1, 2, 3)
-    assert (await migrate(url, table_prefix=names.prefix)).applied == (1, 2, 3)  # idempotent
+    assert after.up_to_date and after.current == LATEST == 4 and after.applied == (1, 2, 3, 4)
+    assert (await migrate(url, table_prefix=names.prefix)).applied == (1, 2, 3, 4)  # idempotent
 
     store = SQLAgentStateStore(url, table_prefix=names.prefix, auto_migrate=False)
     try:
@@ -122,7 +122,8 @@ async def test_v1_database_upgrades_in_place(target) -> None:
         async with store.engine.connect() as conn:
             t = store.tables
             n = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
-            assert n == 4
+            chunks = (await conn.execute(select(t.chunks.c.end_seq, t.chunks.c.n))).all()
+            assert n == 3 and [tuple(c) for c in chunks] == [(4, 1)]  # old rows kept, a chunk
     finally:
         await store.aclose()
 
@@ -148,9 +149,9 @@ async def test_migrate_inside_and_outside_a_caller_transaction(target) -> None:
 async def test_check_on_empty_database_and_bad_targets(tmp_path: Path) -> None:
     url = url_for("sqlite", tmp_path)
     status = await check_migrations(url, table_prefix="nothing_here_")
-    assert status.current == 0 and status.pending == (1, 2, 3) and not status.up_to_date
+    assert status.current == 0 and status.pending == (1, 2, 3, 4) and not status.up_to_date
     with pytest.raises(StoreConfigurationError):
-        await migrate(url, table_prefix="x_", to_version=4)
+        await migrate(url, table_prefix="x_", to_version=5)
     for bad in ("Bad", "1x", "x-y", "x;drop", "a" * 32, "", "x y"):
         with pytest.raises(StoreConfigurationError):
             await migrate(url, table_prefix=bad)
@@ -186,7 +187,7 @@ def test_cli_module_runs(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert r.returncode == 0 and "schema at version 3 (latest 3)" in r.stdout, r
+    assert r.returncode == 0 and "schema at version 4 (latest 4)" in r.stdout, r
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -201,13 +202,13 @@ def test_cli_check_and_migrate(dialect: str, tmp_path: Path, capsys) -> None:
 
     try:
         code, out, _ = cli("check", url, "--table-prefix", names.prefix)
-        assert code == 1 and "pending: 1, 2, 3" in out
+        assert code == 1 and "pending: 1, 2, 3, 4" in out
         code, out, _ = cli("migrate", url, "--table-prefix", names.prefix, "--to", "1")
         assert code == 0 and "version 1" in out
         code, out, _ = cli("check", url, "--table-prefix", names.prefix)
-        assert code == 1 and "version 1" in out and "pending: 2, 3" in out
+        assert code == 1 and "version 1" in out and "pending: 2, 3, 4" in out
         code, out, _ = cli("migrate", url, "--table-prefix", names.prefix)
-        assert code == 0 and "version 3" in out
+        assert code == 0 and "version 4" in out
         code, out, _ = cli("check", url, "--table-prefix", names.prefix)
         assert code == 0 and "pending: none" in out
         code, _, err = cli("check", url, "--table-prefix", "Bad-Prefix")

@@ -15,7 +15,7 @@ from hookagent_store_sql import SQLAgentStateStore
 from hookagent_store_sql.pg_direct import PgDirect
 from hookagent_store_sql.verify import decode_columns
 from sqlalchemy import update
-from sqlenv import fresh_store
+from sqlenv import fresh_store, plant_document
 
 SLOT = ("u", "s", "k")
 
@@ -35,7 +35,7 @@ async def test_a_cold_load_is_one_row_of_arrays_and_a_warm_load_the_row_read(
 
     async def cold(self: PgDirect, *args: Any) -> Any:
         got = await real_cold(self, *args)
-        calls.append("cold none" if got is None else f"cold {len(got)} {len(got[4])}")
+        calls.append("cold none" if got is None else f"cold {len(got)} {len(got[9])}")
         return got
 
     async def load(self: PgDirect, *args: Any) -> Any:
@@ -52,12 +52,13 @@ async def test_a_cold_load_is_one_row_of_arrays_and_a_warm_load_the_row_read(
         try:
             got = await reader.get_versioned("u", "s")
             assert [m.text for m in got.state.context] == ["a", "b", "c"]
-            assert calls == ["cold 6 3"]  # one row: the head's 4 columns and 2 arrays of 3
+            # one row: the head's 4 columns, the rows' 2 arrays, the chunks' 4 (3 records)
+            assert calls == ["cold 10 3"]
             got.state.context.append(Msg.user("d"))
             await reader.save_if_version("u", "s", got.state, got.version)
             again = await reader.get_versioned("u", "s")
             assert [m.text for m in again.state.context] == ["a", "b", "c", "d"]
-            assert calls == ["cold 6 3", "rows"]  # warm: the version check of the row read
+            assert calls == ["cold 10 3", "rows"]  # warm: the version check of the row read
             assert (await reader.get_versioned("u", "nobody")).state is None
             assert calls[-1] == "cold none"
         finally:
@@ -70,6 +71,20 @@ async def test_a_cold_load_refuses_missing_and_extra_rows(tmp_path: Path) -> Non
         state.context.extend([Msg.user(t) for t in "abc"])
         await store.save_if_version("u", "s", state, 0)
         t = store.tables
+        reader = SQLAgentStateStore(store.engine, table_prefix=t.names.prefix)
+        async with store.engine.begin() as conn:  # the chunk of 3 says 2: refused
+            await conn.execute(update(t.chunks).values(n=2))
+        with pytest.raises(CorruptState, match="says 2 messages but holds 3 records"):
+            await reader.get_versioned("u", "s")
+        async with store.engine.begin() as conn:
+            await conn.execute(update(t.chunks).values(n=3))
+            await conn.execute(update(t.slots).values(message_count=2))
+        with pytest.raises(CorruptState, match="messages past them"):
+            await reader.get_versioned("u", "s")
+        await reader.aclose()
+        # the same checks on rows as older versions wrote them
+        document = state.to_json()
+        await plant_document(store, "u", "s", "agent_state", document, 1)
 
         def fresh() -> SQLAgentStateStore:
             return SQLAgentStateStore(store.engine, table_prefix=t.names.prefix)

@@ -15,10 +15,11 @@ from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_sql import SQLAgentStateStore, slot_hash
 from hookagent_store_sql.sqlite_batch import GroupCommit
-from hookagent_store_sql.sqlite_cold import CHUNK
+from hookagent_store_sql.sqlite_cold import CHUNKS
+from hookagent_store_sql.sqlite_cold import ROWS as CHUNK
 from hookagent_store_sql.sqlite_direct import wrap
 from sqlalchemy.exc import OperationalError
-from sqlenv import fresh_store
+from sqlenv import fresh_store, plant_document
 
 pytestmark = pytest.mark.anyio
 
@@ -161,11 +162,18 @@ def test_a_failed_commit_makes_every_applied_save_unknown(tmp_path: Path) -> Non
 # ---------------------------------------------------------------------- the cold load
 
 
-async def _seeded(store: SQLAgentStateStore, n: int) -> list[str]:
+async def _seeded(store: SQLAgentStateStore, n: int, chunks: int = 0) -> list[str]:
+    """``n`` messages as rows (as versions before migration 4 wrote them), then ``chunks``
+    saves of one message each (a chunk each)."""
     state = AgentState("s", "u")
     texts = [f"m{i}" for i in range(n)]
     state.context.extend(Msg.user(t) for t in texts)
-    await store.save_if_version("u", "s", state, 0)
+    await plant_document(store, "u", "s", "agent_state", state.to_json(), 1)
+    for i in range(chunks):
+        got = await store.get_versioned("u", "s")
+        got.state.context.append(Msg.user(f"c{i}"))
+        await store.save_if_version("u", "s", got.state, got.version)
+        texts.append(f"c{i}")
     return texts
 
 
@@ -186,12 +194,14 @@ def _reader(store: SQLAgentStateStore, **kw) -> SQLAgentStateStore:
 
 async def test_the_cold_load_reads_every_chunk_in_order(tmp_path: Path) -> None:
     async with fresh_store("sqlite", tmp_path) as store:
-        texts = await _seeded(store, 2 * CHUNK + 7)
+        texts = await _seeded(store, 2 * CHUNK + 7, CHUNKS + 3)  # rows, then 2 chunk pages
         for kw in ({}, {"direct_path": False}):
             reader = _reader(store, **kw)
             try:
                 got = await reader.get_versioned("u", "s")
-                assert got.version == 1 and [m.text for m in got.state.context] == texts
+                assert (
+                    got.version == 1 + CHUNKS + 3 and [m.text for m in got.state.context] == texts
+                )
                 assert (await reader.get_versioned("u", "absent")).state is None
                 assert reader.row_reads == (0 if not kw else 2)  # the cold path did it all
             finally:
@@ -216,7 +226,7 @@ async def test_the_cold_load_reads_every_chunk_in_order(tmp_path: Path) -> None:
         for kw in ({}, {"direct_path": False}):
             reader = _reader(store, **kw)
             try:
-                with pytest.raises(CorruptState, match="rows past them"):
+                with pytest.raises(CorruptState, match="past them"):
                     await reader.get_versioned("u", "s")
                 assert reader.row_reads == 1  # the cold path saw it and stepped aside
             finally:

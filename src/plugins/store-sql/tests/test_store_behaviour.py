@@ -120,19 +120,21 @@ async def test_append_writes_only_the_new_rows(store) -> None:
         await store.save_if_version("u", "s", got.state, 1)
         writes = rec.writes()
         if store.engine.dialect.name == "postgresql":
-            # one statement: the CAS UPDATE and the INSERT of the 4 rows (arrays of 4)
+            # one statement: the CAS UPDATE and the INSERT of one chunk (arrays of 1)
             assert [w[0] for w in writes] == ["WITH"], writes
             params = rec.params[-1]
-            assert sorted(len(p) for p in params if isinstance(p, list)) == [4, 4, 4, 4]
+            assert sorted(len(p) for p in params if isinstance(p, list)) == [1, 1, 1]
+            assert [p for p in params if isinstance(p, list)][1] == [4]  # n: 4, not 104
         else:
             assert [w[0] for w in writes] == ["UPDATE", "INSERT"], writes
-            assert writes[1][2] == 4  # 4 rows, not 104
+            assert writes[1][2] == 1  # one chunk row of the 4 messages
         rec.seen.clear()
-        # a changed prefix: drop the last two, add one -> DELETE seq >= 102, INSERT 1
+        # a changed prefix: drop the last two, add one -> the chunk 100..103 holds 102, so
+        # it is rewritten whole: DELETE (rows, chunks) from 100, INSERT one chunk of 3
         got.state.context[102:] = [Msg.user("replaced")]
         await store.save_if_version("u", "s", got.state, 2)
-        assert [w[0] for w in rec.writes()] == ["UPDATE", "DELETE", "INSERT"]
-        assert rec.writes()[2][2] == 1
+        assert [w[0] for w in rec.writes()] == ["UPDATE", "DELETE", "DELETE", "INSERT"]
+        assert rec.writes()[3][2] == 1
     finally:
         rec.close()
     fresh = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
@@ -141,8 +143,10 @@ async def test_append_writes_only_the_new_rows(store) -> None:
     async with store.engine.connect() as conn:
         t = store.tables
         rows = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
+        chunks = (await conn.execute(select(t.chunks.c.end_seq, t.chunks.c.n))).all()
         count = (await conn.execute(select(t.slots.c.message_count))).scalar()
-    assert rows == count == 103
+    assert rows == 0 and count == 103
+    assert sorted(tuple(c) for c in chunks) == [(100, 100), (103, 3)]
 
 
 async def test_an_unchanged_warm_load_is_a_version_check_on_postgresql(tmp_path: Path) -> None:
@@ -266,8 +270,10 @@ async def test_orphan_message_rows_never_leak_into_a_new_slot(store) -> None:
         )
         for i in range(3)
     ]
+    chunk = dict(user_id="u", slot_hash=h, end_seq=1, n=1, body=encode_msg(orphan).decode())
     async with store.engine.begin() as conn:
         await conn.execute(t.messages.insert(), rows)
+        await conn.execute(t.chunks.insert(), [chunk, {**chunk, "end_seq": 7}])
     assert (await store.get_versioned("u", "s")).version == 0
     state = AgentState("s", "u")
     state.context.append(Msg.user("mine"))
@@ -280,7 +286,8 @@ async def test_orphan_message_rows_never_leak_into_a_new_slot(store) -> None:
     assert _texts(got.state) == ["mine"]
     async with store.engine.connect() as conn:
         n = (await conn.execute(select(func.count()).select_from(t.messages))).scalar()
-    assert n == 1
+        c = (await conn.execute(select(t.chunks.c.end_seq, t.chunks.c.n))).all()
+    assert n == 0 and [tuple(r) for r in c] == [(1, 1)]
 
 
 async def test_long_and_lookalike_ids_do_not_collide(store) -> None:
@@ -304,12 +311,17 @@ async def test_corrupt_rows_are_typed_errors(store) -> None:
     await store.save_if_version("u", "s", state, 0)
     t = store.tables
     reader = SQLAgentStateStore(store.engine, table_prefix=t.names.prefix)
+    first = encode_msg(Msg.user("a")).decode()
     async with store.engine.begin() as conn:
-        await conn.execute(update(t.messages).where(t.messages.c.seq == 1).values(body="{not json"))
+        await conn.execute(update(t.chunks).values(body=first + "\n{not json"))
     with pytest.raises(CorruptState):
         await reader.get_versioned("u", "s")
     async with store.engine.begin() as conn:
-        await conn.execute(t.messages.delete().where(t.messages.c.seq == 1))
+        await conn.execute(update(t.chunks).values(body=first))
+    with pytest.raises(CorruptState, match="says 2 messages but holds 1 records"):
+        await reader.get_versioned("u", "s")
+    async with store.engine.begin() as conn:
+        await conn.execute(t.chunks.delete())
     with pytest.raises(CorruptState, match="not all present"):
         await reader.get_versioned("u", "s")
     async with store.engine.begin() as conn:
@@ -422,23 +434,15 @@ async def test_rows_past_the_count_and_unsorted_rows(store) -> None:
     state.context.extend([Msg.user("a"), Msg.user("b")])
     await store.save_if_version("u", "s", state, 0)
     stray = Msg.user("stray")
-    row = dict(
-        user_id="u",
-        slot_hash=slot_hash("s", "agent_state"),
-        seq=2,
-        session_id="s",
-        state_key="agent_state",
-        role="user",
-        msg_id=stray.id,
-        body=encode_msg(stray).decode(),
-    )
+    h = slot_hash("s", "agent_state")
+    row = dict(user_id="u", slot_hash=h, end_seq=3, n=1, body=encode_msg(stray).decode())
     async with store.engine.begin() as conn:
-        await conn.execute(store.tables.messages.insert(), [row])
+        await conn.execute(store.tables.chunks.insert(), [row])
     fresh = SQLAgentStateStore(store.engine, table_prefix=store.tables.names.prefix)
-    with pytest.raises(CorruptState, match="rows past them"):
+    with pytest.raises(CorruptState, match="messages past them"):
         await fresh.get_versioned("u", "s")
     with pytest.raises(CorruptState, match="past its message_count"):
-        state.context.append(Msg.user("c"))  # the warm append's row seq 2 meets the stray
+        state.context.append(Msg.user("c"))  # the warm append's chunk (end 3) meets the stray
         await store.save_if_version("u", "s", state, 1)
     bodies = [encode_msg(Msg.user(t)).decode() for t in "xyz"]
     head = (-1, 1, 0, 3, "{}")
@@ -484,11 +488,11 @@ async def test_direct_and_transaction_paths_write_the_same_rows(store) -> None:
             }
             msgs = {
                 sid: [
-                    (r.seq, r.state_key, r.role, r.body)
+                    (r.end_seq, r.n, r.body)
                     for r in await conn.execute(
-                        select(t.messages)
-                        .where(t.messages.c.session_id == sid)
-                        .order_by(t.messages.c.seq)
+                        select(t.chunks)
+                        .where(t.chunks.c.slot_hash == slot_hash(sid, "agent_state"))
+                        .order_by(t.chunks.c.end_seq)
                     )
                 ]
                 for sid in ("new", "old")
@@ -499,10 +503,8 @@ async def test_direct_and_transaction_paths_write_the_same_rows(store) -> None:
     assert (new.version, new.message_count, new.state_key) == (2, 4, "agent_state")
     assert (prev.version, prev.message_count) == (2, 4)
     assert new.head.replace('"new"', '"old"') == prev.head
-    assert [m[:3] for m in msgs["new"]] == [m[:3] for m in msgs["old"]]
-    assert [m[3].count('"role"') for m in msgs["new"]] == [
-        m[3].count('"role"') for m in msgs["old"]
-    ]
+    assert [m[:2] for m in msgs["new"]] == [m[:2] for m in msgs["old"]] == [(2, 2), (4, 2)]
+    assert [m[2].count("\n") for m in msgs["new"]] == [m[2].count("\n") for m in msgs["old"]]
     for row in (new, prev):
         assert isinstance(row.created_at, datetime) and isinstance(row.updated_at, datetime)
         assert row.created_at <= row.updated_at

@@ -360,7 +360,7 @@ class LocalCore(LocalCreate):
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
                 gen = head.gen
                 if head.tail and tip.size - head.size < max(
-                    COMPACT_MIN, head.size // COMPACT_RATIO
+                    COMPACT_MIN, (head.size - head.start) // COMPACT_RATIO
                 ):
                     end = self._append(
                         kd, log_fd, tip, payloads, history[base:], head_state, where, ck, size

@@ -210,7 +210,7 @@ class LocalReads(LocalTree):
                         self.dur.fsync(fd, "the history records (read beyond the hint)")
             if hit is not None and end == hit.size:
                 return hit
-            start = 0 if hit is None else hit.size
+            start = head.start if hit is None else hit.size  # (format 3: after the head)
             data = io.pread_exact(fd, end - start, start)
         finally:
             if lock >= 0:

@@ -22,6 +22,7 @@ from .cache import Cached
 from .frames import encode_batches, encode_commit
 from .layout import HEAD, HINT, TORN_PREFIX, is_log_name, log_name
 from .localread import HINT_FLAGS, LocalReads, encode_hint
+from .localtree import head_prefix
 from .logscan import clean_tear, scan_tail
 from .records import Head, decode_head_file, encode_head_file
 
@@ -206,10 +207,16 @@ class LocalWrites(LocalReads):
     def _head_is(self, kd: int, head: Head) -> bool:
         """True if the committed head is still ``head`` (so truncating back is safe)."""
         try:
-            data = io.read_file(kd, HEAD)
-            return data is not None and decode_head_file(data, "head") == head
+            fd = os.open(HEAD, io.READ_FLAGS, dir_fd=kd)
+        except OSError:
+            return False
+        try:
+            data = head_prefix(fd, os.fstat(fd).st_size)
+            return decode_head_file(data, "head") == head
         except (OSError, CorruptState):
             return False
+        finally:
+            os.close(fd)
 
     def _rewrite(
         self, kd: int, version: int, data: bytes, count: int, head_state: bytes,
@@ -260,7 +267,7 @@ class LocalWrites(LocalReads):
         tail = scan_tail(data[head.size :], head.size, head.version, head.count, head.state, where)
         if (tail.end, tail.count, tail.version) != (tip.size, tip.count, tip.version):
             raise CorruptState(f"{where}: the history file changed under the slot's lock")
-        body = data[: head.size] + encode_batches(tail.payloads + payloads)
+        body = data[head.start : head.size] + encode_batches(tail.payloads + payloads)
         version, count = tip.version + 1, tip.count + len(payloads)
         gen = self._rewrite(kd, version, body, count, head_state, [])
         hit = self.cache.get(ck)

@@ -158,7 +158,8 @@ def head_length(prefix: bytes, size: int) -> int:
     if len(prefix) < fixed or not prefix.startswith(MAGIC3):
         return size
     meta_len, state_len, _ = _HEAD.unpack_from(prefix, len(MAGIC3))
-    return min(size, fixed + meta_len + state_len)
+    length: int = fixed + meta_len + state_len
+    return min(size, length)
 
 
 def _int(meta: dict[str, Any], name: str, where: str) -> int:

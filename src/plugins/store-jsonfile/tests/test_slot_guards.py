@@ -80,7 +80,8 @@ class Backend:
             head = decode_head_bytes(data, "test")
             base, later = data[head.start : head.size], data[head.size :]
             self.fs.pipe_file(
-                path, encode_first_file(head.version, head.gen, head.count, base, edit(head.state))
+                path,
+                encode_first_file(head.version, head.gen, head.count, base, edit(head.state))
                 + later,
             )
             hint = f"{path[: -len('head')]}.end"

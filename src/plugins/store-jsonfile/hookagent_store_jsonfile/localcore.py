@@ -339,8 +339,7 @@ class LocalCore(LocalCreate):
             size: int | None = None  # the record file's, read under the lock
             if tip is not None and head is not None and head.tail:  # (format 1: past the
                 assert kd is not None  # head's length nothing was ever acknowledged)
-                at = self.root_path.joinpath(*slot_parts(ck[0], ck[1]), *kparts)
-                size = self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before cuts
+                size = self._keep_torn(kd, log_fd, head.gen, tip.size, where, sparts + kparts)
             if newer:
                 assert fence is not None
                 self._fence_record(sd, fence)

@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 from collections.abc import Sequence
+from pathlib import Path
 
 from hookagent.errors import CorruptState
 from hookagent.messages import Msg
@@ -62,14 +63,17 @@ class LocalWrites(LocalReads):
         if size > committed:
             os.ftruncate(fd, committed)
 
+    root_path: Path
+
     def _keep_torn(
-        self, kd: int, fd: int, gen: str, committed: int, where: str, at: os.PathLike[str]
+        self, kd: int, fd: int, gen: str, committed: int, where: str, parts: list[str]
     ) -> int:
         """Before a writer drops the bytes after the last commit (by a cut or a rewrite): if
         they are not a clean tear (``clean_tear``), copy them to ``.torn.<gen>.<offset>`` in
         the key's directory (O_EXCL, fsynced, then the directory) and log a warning. With a
         stale or lost ``.end`` hint, damage to the last acknowledged commit looks like an
-        uncommitted tail; its bytes are then never destroyed silently."""
+        uncommitted tail; its bytes are then never destroyed silently. ``parts``: the key
+        directory's path below the root (joined only for the warning: a path per save costs)."""
         size = os.fstat(fd).st_size
         if size <= committed:
             return size
@@ -98,7 +102,7 @@ class LocalWrites(LocalReads):
             "%s: %d bytes after the last commit (byte %d on) are damaged, not a torn write; "
             "they may be a commit that was acknowledged (the .end hint was stale or missing). "
             "Copied to %s before the writer drops them",
-            where, len(data), committed, os.path.join(at, name),
+            where, len(data), committed, os.path.join(self.root_path, *parts, name),
         )  # fmt: skip
         return size
 

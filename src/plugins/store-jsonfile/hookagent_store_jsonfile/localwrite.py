@@ -66,15 +66,16 @@ class LocalWrites(LocalReads):
     root_path: Path
 
     def _keep_torn(
-        self, kd: int, fd: int, gen: str, committed: int, where: str, parts: list[str]
-    ) -> int:
+        self, kd: int, fd: int, gen: str, committed: int, where: str, parts: list[str],
+        size: int,
+    ) -> int:  # fmt: skip
         """Before a writer drops the bytes after the last commit (by a cut or a rewrite): if
         they are not a clean tear (``clean_tear``), copy them to ``.torn.<gen>.<offset>`` in
         the key's directory (O_EXCL, fsynced, then the directory) and log a warning. With a
         stale or lost ``.end`` hint, damage to the last acknowledged commit looks like an
         uncommitted tail; its bytes are then never destroyed silently. ``parts``: the key
-        directory's path below the root (joined only for the warning: a path per save costs)."""
-        size = os.fstat(fd).st_size
+        directory's path below the root (joined only for the warning: a path per save costs);
+        ``size``: the file's, as the caller read it under the lock."""
         if size <= committed:
             return size
         data = io.pread_exact(fd, size - committed, committed)

@@ -230,3 +230,23 @@ def test_the_previous_code_fails_closed_on_a_format3_slot(tmp_path: Path) -> Non
         assert "not a head file" in out[what], out
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
     assert _texts(_core(root), "u", "s") == ["a"]
+
+
+def test_a_copy_that_splits_the_link_still_loads_and_saves(tmp_path: Path) -> None:
+    """``cp -r`` / ``rsync`` without ``-H``: ``head`` and ``h<gen>.log`` become two files."""
+    core = _core(tmp_path / "a")
+    core.save("u", "s", _state("s", "a"), 0, K, None)
+    got = core.get("u", "s", K).state
+    assert got is not None
+    got.context.append(Msg.user("b"))
+    core.save("u", "s", got, 1, K, None)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # (copies each name: no hard link kept)
+    kdir = _kdir(tmp_path / "b")
+    (log,) = kdir.glob("h*.log")
+    assert not (kdir / "head").samefile(log)
+    copy = _core(tmp_path / "b")
+    got = copy.get("u", "s", K).state
+    assert got is not None and [m.text for m in got.context] == ["a", "b"]
+    got.context.append(Msg.user("c"))
+    assert copy.save("u", "s", got, 2, K, None) == 3
+    assert _texts(_core(tmp_path / "b"), "u", "s") == ["a", "b", "c"]

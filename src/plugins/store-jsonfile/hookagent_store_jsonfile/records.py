@@ -136,17 +136,18 @@ def encode_first_file(version: int, gen: str, count: int, base: bytes, state: by
     """A format-3 head followed by ``base`` (its batch frames): one file for both.
 
     ``size`` is an offset in that file (head bytes included), so its digits change the head's
-    length: iterate until stable (at most a few rounds, lengths only grow)."""
+    length: the fixed point is found on the digit count (the metadata holds only ints and a
+    hex generation, formatted here as the JSON it is)."""
+    if not (gen.isalnum() and gen.isascii()):
+        raise ValueError(f"generation {gen!r} is not alphanumeric")
     fixed = len(MAGIC3) + _HEAD.size
-    start = fixed + len(state)
-    while True:
-        meta = dumps(
-            {"version": version, "gen": gen, "count": count, "size": start + len(base)},
-            what="head metadata",
-        )
-        if fixed + len(meta) + len(state) == start:
-            break
-        start = fixed + len(meta) + len(state)
+    meta_fmt = '{"version":%d,"gen":"%s","count":%d,"size":%d}'
+    other = len(meta_fmt % (version, gen, count, 0)) - 1  # (the size's one digit taken out)
+    digits = 1
+    while len(str(fixed + other + digits + len(state) + len(base))) != digits:
+        digits += 1
+    size = fixed + other + digits + len(state) + len(base)
+    meta = (meta_fmt % (version, gen, count, size)).encode()
     body = meta + state
     return MAGIC3 + _HEAD.pack(len(meta), len(state), zlib.crc32(body)) + body + base
 

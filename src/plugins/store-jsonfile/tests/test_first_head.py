@@ -250,3 +250,14 @@ def test_a_copy_that_splits_the_link_still_loads_and_saves(tmp_path: Path) -> No
     got.context.append(Msg.user("c"))
     assert copy.save("u", "s", got, 2, K, None) == 3
     assert _texts(_core(tmp_path / "b"), "u", "s") == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("state_len", [0, 5, 83, 84, 85, 900, 9000, 90000])
+def test_a_format3_head_says_where_it_ends_at_every_digit_count(state_len: int) -> None:
+    from hookagent_store_jsonfile.records import encode_first_file
+
+    for base in (b"", b"y" * 7, b"y" * 9910):
+        data = encode_first_file(1, "abc123", 4, base, b"x" * state_len)
+        head = decode_head_bytes(data, "t")
+        assert head.size == len(data) and data[head.start :] == base
+        assert head.state == b"x" * state_len and (head.version, head.count) == (1, 4)

@@ -312,6 +312,7 @@ class LocalCore(LocalCreate):
         sparts = slot_parts(ck[0], ck[1])
         kd = walk(self.dirs, sd, tuple(sparts), kparts, create=False, dur=self.dur)
         log_fd = -1
+        log_st: os.stat_result | None = None
         try:
             if self.sweep_after is not None and ck not in self._swept:
                 self._sweep_slot(sd, kd, ck, fresh=bool(new_dirs))
@@ -322,7 +323,11 @@ class LocalCore(LocalCreate):
             if head is not None:
                 assert kd is not None
                 log_fd = self._open_log(kd, head.gen, where)
-                tip = self._load(sd, kd, ck, head, where, locked=True, decode=False, log_fd=log_fd)
+                log_st = os.fstat(log_fd)  # (under the lock: no other writer moves the size)
+                tip = self._load(
+                    sd, kd, ck, head, where, locked=True, decode=False, log_fd=log_fd,
+                    log_st=log_st,
+                )  # fmt: skip
             current = 0 if tip is None else tip.version
             if tip is not None:
                 check_writable(tip.state, ck, where)  # (UNCONDITIONAL too)
@@ -337,10 +342,12 @@ class LocalCore(LocalCreate):
                     self.cache.drop(*ck)
                     raise recreated(ck, expected, current)
             size: int | None = None  # the record file's, read under the lock
-            if tip is not None and head is not None and head.tail:  # (format 1: past the
-                assert kd is not None  # head's length nothing was ever acknowledged)
-                at = self.root_path.joinpath(*slot_parts(ck[0], ck[1]), *kparts)
-                size = self._keep_torn(kd, log_fd, head.gen, tip.size, where, at)  # before cuts
+            # (format 1: past the head's length nothing was ever acknowledged)
+            if tip is not None and head is not None and head.tail:
+                assert kd is not None and log_st is not None
+                size = self._keep_torn(
+                    kd, log_fd, head.gen, tip.size, where, sparts + kparts, log_st.st_size
+                )
             if newer:
                 assert fence is not None
                 self._fence_record(sd, fence)
@@ -360,7 +367,7 @@ class LocalCore(LocalCreate):
                 self._sync_dirs(new_dirs)  # (none: a slot with a head has its directories)
                 gen = head.gen
                 if head.tail and tip.size - head.size < max(
-                    COMPACT_MIN, head.size // COMPACT_RATIO
+                    COMPACT_MIN, (head.size - head.start) // COMPACT_RATIO
                 ):
                     end = self._append(
                         kd, log_fd, tip, payloads, history[base:], head_state, where, ck, size

@@ -10,6 +10,7 @@ the same reason).
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 
@@ -21,7 +22,10 @@ from .dircache import DirCache, walk
 from .guards import fence_is_newer
 from .layout import FENCE, HEAD, TORN_PREFIX, is_log_name, log_name
 from .localwrite import LocalWrites
-from .records import Head, decode_fence, encode_fence, encode_head_file
+from .records import Head, decode_fence, encode_fence, encode_first_file, encode_head_file
+
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS}
+"""``link`` refused by the filesystem: the first save falls back to two files."""
 
 
 def orphan_check(kd: int, where: str) -> None:
@@ -78,6 +82,33 @@ class LocalCreate(LocalWrites):
                     new_dirs.append(os.dup(fd))
             fd = nxt
 
+    def _write_key(self, td: int, gen: str, count: int, data: bytes, head_state: bytes) -> None:
+        """A new key's files in its temp directory ``td``: one record file starting with its
+        format-3 head, linked as ``head`` too (one inode, one fsync). Where hard links are
+        refused (some FUSE or network filesystems), the format-2 pair: record file and head."""
+        name = log_name(gen)
+        fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=td)
+        try:
+            io.write_all(fd, encode_first_file(1, gen, count, data, head_state))
+            self.dur.fsync(fd, f"the new key's {name}")
+        finally:
+            os.close(fd)
+        try:
+            os.link(name, HEAD, src_dir_fd=td, dst_dir_fd=td, follow_symlinks=False)
+            return
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise
+        os.unlink(name, dir_fd=td)  # (the temp directory is private: nobody read it)
+        head = Head(1, gen, count, len(data), head_state, tail=True)
+        for name, body in ((log_name(gen), data), (HEAD, encode_head_file(head))):
+            fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=td)
+            try:
+                io.write_all(fd, body)
+                self.dur.fsync(fd, f"the new key's {name}")
+            finally:
+                os.close(fd)
+
     def _create(
         self, sd: int, sparts: list[str], kparts: list[str], kd: int | None, data: bytes,
         count: int, head_state: bytes, new_dirs: list[int],
@@ -99,14 +130,7 @@ class LocalCreate(LocalWrites):
             try:
                 td = os.open(tmp, io.DIR_FLAGS, dir_fd=kpd)
                 try:
-                    head = Head(1, gen, count, len(data), head_state, tail=True)
-                    for name, body in ((log_name(gen), data), (HEAD, encode_head_file(head))):
-                        fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=td)
-                        try:
-                            io.write_all(fd, body)
-                            self.dur.fsync(fd, f"the new key's {name}")
-                        finally:
-                            os.close(fd)
+                    self._write_key(td, gen, count, data, head_state)
                     self.dur.fsync(td, "the new key's directory")
                 finally:
                     os.close(td)

@@ -150,7 +150,7 @@ class LocalReads(LocalTree):
 
     def _load(
         self, sd: int, kd: int, ck: SlotKey, head: Head, where: str, *, locked: bool,
-        decode: bool = True, log_fd: int = -1,
+        decode: bool = True, log_fd: int = -1, log_st: os.stat_result | None = None,
     ) -> Cached:  # fmt: skip
         """The newest committed state. ``locked``: the caller holds the exclusive flock.
 
@@ -159,7 +159,8 @@ class LocalReads(LocalTree):
         may have died before its fsync); if a writer holds the lock, the state at the hint is
         returned instead. With ``decode=False`` and nothing cached (a writer that only needs
         the version, count and append point) the messages are not decoded: ``msgs`` is empty
-        and nothing is cached. ``log_fd``: the record file, opened by the caller (who closes it).
+        and nothing is cached. ``log_fd``: the record file, opened by the caller (who closes it);
+        ``log_st``: its ``fstat``, taken by a caller holding the lock (the size cannot move).
         """
         hit = usable(self.cache.get(ck), head)
         seen = self.seen.get(ck)
@@ -184,7 +185,7 @@ class LocalReads(LocalTree):
         lock = -1
         try:
             known = max(head.size, acked, 0 if hit is None else hit.size)
-            st = os.fstat(fd)
+            st = os.fstat(fd) if log_st is None or not locked else log_st
             if not stat.S_ISREG(st.st_mode):
                 raise CorruptState(f"{where}: the history file is not a regular file")
             size = st.st_size  # (after the hint: the file is never behind it)
@@ -210,7 +211,7 @@ class LocalReads(LocalTree):
                         self.dur.fsync(fd, "the history records (read beyond the hint)")
             if hit is not None and end == hit.size:
                 return hit
-            start = 0 if hit is None else hit.size
+            start = head.start if hit is None else hit.size  # (format 3: after the head)
             data = io.pread_exact(fd, end - start, start)
         finally:
             if lock >= 0:

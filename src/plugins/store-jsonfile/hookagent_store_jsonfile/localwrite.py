@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 from collections.abc import Sequence
+from pathlib import Path
 
 from hookagent.errors import CorruptState
 from hookagent.messages import Msg
@@ -22,6 +23,7 @@ from .cache import Cached
 from .frames import encode_batches, encode_commit
 from .layout import HEAD, HINT, TORN_PREFIX, is_log_name, log_name
 from .localread import HINT_FLAGS, LocalReads, encode_hint
+from .localtree import head_prefix
 from .logscan import clean_tear, scan_tail
 from .records import Head, decode_head_file, encode_head_file
 
@@ -61,15 +63,19 @@ class LocalWrites(LocalReads):
         if size > committed:
             os.ftruncate(fd, committed)
 
+    root_path: Path
+
     def _keep_torn(
-        self, kd: int, fd: int, gen: str, committed: int, where: str, at: os.PathLike[str]
-    ) -> int:
+        self, kd: int, fd: int, gen: str, committed: int, where: str, parts: list[str],
+        size: int,
+    ) -> int:  # fmt: skip
         """Before a writer drops the bytes after the last commit (by a cut or a rewrite): if
         they are not a clean tear (``clean_tear``), copy them to ``.torn.<gen>.<offset>`` in
         the key's directory (O_EXCL, fsynced, then the directory) and log a warning. With a
         stale or lost ``.end`` hint, damage to the last acknowledged commit looks like an
-        uncommitted tail; its bytes are then never destroyed silently."""
-        size = os.fstat(fd).st_size
+        uncommitted tail; its bytes are then never destroyed silently. ``parts``: the key
+        directory's path below the root (joined only for the warning: a path per save costs);
+        ``size``: the file's, as the caller read it under the lock."""
         if size <= committed:
             return size
         data = io.pread_exact(fd, size - committed, committed)
@@ -97,7 +103,7 @@ class LocalWrites(LocalReads):
             "%s: %d bytes after the last commit (byte %d on) are damaged, not a torn write; "
             "they may be a commit that was acknowledged (the .end hint was stale or missing). "
             "Copied to %s before the writer drops them",
-            where, len(data), committed, os.path.join(at, name),
+            where, len(data), committed, os.path.join(self.root_path, *parts, name),
         )  # fmt: skip
         return size
 
@@ -206,10 +212,16 @@ class LocalWrites(LocalReads):
     def _head_is(self, kd: int, head: Head) -> bool:
         """True if the committed head is still ``head`` (so truncating back is safe)."""
         try:
-            data = io.read_file(kd, HEAD)
-            return data is not None and decode_head_file(data, "head") == head
+            fd = os.open(HEAD, io.READ_FLAGS, dir_fd=kd)
+        except OSError:
+            return False
+        try:
+            data = head_prefix(fd, os.fstat(fd).st_size)
+            return decode_head_file(data, "head") == head
         except (OSError, CorruptState):
             return False
+        finally:
+            os.close(fd)
 
     def _rewrite(
         self, kd: int, version: int, data: bytes, count: int, head_state: bytes,
@@ -260,7 +272,7 @@ class LocalWrites(LocalReads):
         tail = scan_tail(data[head.size :], head.size, head.version, head.count, head.state, where)
         if (tail.end, tail.count, tail.version) != (tip.size, tip.count, tip.version):
             raise CorruptState(f"{where}: the history file changed under the slot's lock")
-        body = data[: head.size] + encode_batches(tail.payloads + payloads)
+        body = data[head.start : head.size] + encode_batches(tail.payloads + payloads)
         version, count = tip.version + 1, tip.count + len(payloads)
         gen = self._rewrite(kd, version, body, count, head_state, [])
         hit = self.cache.get(ck)

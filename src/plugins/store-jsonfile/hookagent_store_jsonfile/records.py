@@ -11,6 +11,8 @@ is a small JSON object (version, history generation, committed record count and 
 and ``state`` is ``encode_head(state)`` (every section but the history). ``MAGIC2`` marks a
 format-2 head, after whose committed bytes commit frames may follow. The head is always
 replaced whole (atomic rename), so a bad checksum or length is corruption, never a torn write.
+``MAGIC3`` marks a first save's head, written once at the start of its record file (``head``
+is a hard link to it): the file grows by appends after the head, whose bytes never change.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ RECORD = struct.Struct(">II")
 MAGIC = b"HAJFHD1\n"
 MAGIC2 = b"HAJFHD2\n"
 """A format-2 head: commit frames (``frames``) may follow its committed ``size``."""
+MAGIC3 = b"HAJFHD3\n"
+"""A format-3 head: a first save's, at the start of its own record file (one inode, one fsync
+for both; ``head`` is a hard link to ``h<gen>.log``). The base's batch frames follow the head
+bytes, commit frames follow ``size`` as in format 2. Older code refuses it (bad magic)."""
 _HEAD = struct.Struct(">III")
 _META_LIMIT = 64 * 1024
 _COMPRESS_MIN = 96
@@ -48,6 +54,8 @@ class Head:
     state: bytes
     tail: bool = False
     """Format 2 (local disk): newer commits may follow ``size`` as commit frames."""
+    start: int = 0
+    """Where the record file's base starts: the head's own length in format 3, else 0."""
 
 
 def pack(message: bytes) -> bytes:
@@ -124,6 +132,37 @@ def encode_head_file(head: Head) -> bytes:
     )
 
 
+def encode_first_file(version: int, gen: str, count: int, base: bytes, state: bytes) -> bytes:
+    """A format-3 head followed by ``base`` (its batch frames): one file for both.
+
+    ``size`` is an offset in that file (head bytes included), so its digits change the head's
+    length: the fixed point is found on the digit count (the metadata holds only ints and a
+    hex generation, formatted here as the JSON it is)."""
+    if not (gen.isalnum() and gen.isascii()):
+        raise ValueError(f"generation {gen!r} is not alphanumeric")
+    fixed = len(MAGIC3) + _HEAD.size
+    meta_fmt = '{"version":%d,"gen":"%s","count":%d,"size":%d}'
+    other = len(meta_fmt % (version, gen, count, 0)) - 1  # (the size's one digit taken out)
+    digits = 1
+    while len(str(fixed + other + digits + len(state) + len(base))) != digits:
+        digits += 1
+    size = fixed + other + digits + len(state) + len(base)
+    meta = (meta_fmt % (version, gen, count, size)).encode()
+    body = meta + state
+    return MAGIC3 + _HEAD.pack(len(meta), len(state), zlib.crc32(body)) + body + base
+
+
+def head_length(prefix: bytes, size: int) -> int:
+    """How many bytes of a head file of ``size`` bytes are the head: all of them, except in
+    format 3 (the record file follows): its header's lengths, when ``prefix`` holds them."""
+    fixed = len(MAGIC3) + _HEAD.size
+    if len(prefix) < fixed or not prefix.startswith(MAGIC3):
+        return size
+    meta_len, state_len, _ = _HEAD.unpack_from(prefix, len(MAGIC3))
+    length: int = fixed + meta_len + state_len
+    return min(size, length)
+
+
 def _int(meta: dict[str, Any], name: str, where: str) -> int:
     value = meta.get(name)
     if type(value) is not int or value < 0:
@@ -133,7 +172,8 @@ def _int(meta: dict[str, Any], name: str, where: str) -> int:
 
 def decode_head_file(data: bytes, where: str) -> Head:
     fixed = len(MAGIC) + _HEAD.size
-    tail = data.startswith(MAGIC2)
+    first = data.startswith(MAGIC3)
+    tail = first or data.startswith(MAGIC2)
     if len(data) < fixed or not (tail or data.startswith(MAGIC)):
         raise CorruptState(f"{where}: not a head file (bad magic or too short)")
     meta_len, state_len, crc = _HEAD.unpack_from(data, len(MAGIC))
@@ -156,7 +196,15 @@ def decode_head_file(data: bytes, where: str) -> Head:
     if version < 1:
         raise CorruptState(f"{where}: head version {version} is not positive")
     count, size = _int(meta, "count", where), _int(meta, "size", where)
-    return Head(version, gen, count, size, body[meta_len:], tail)
+    start = len(data) if first else 0
+    if size < start:
+        raise CorruptState(f"{where}: head size {size} ends inside the head ({start} bytes)")
+    return Head(version, gen, count, size, body[meta_len:], tail, start)
+
+
+def decode_head_bytes(data: bytes, where: str) -> Head:
+    """A head from a whole head file's bytes (of a format-3 file: its head part)."""
+    return decode_head_file(data[: head_length(data, len(data))], where)
 
 
 def encode_fence(epoch: int, owner: str) -> bytes:

@@ -16,7 +16,7 @@ from hookagent.state import AgentState
 from hookagent_store_jsonfile import LocalJsonFileStore, posixio
 from hookagent_store_jsonfile.frames import encode_commit
 from hookagent_store_jsonfile.layout import id_parts, slot_parts
-from hookagent_store_jsonfile.records import decode_head_file, frame
+from hookagent_store_jsonfile.records import decode_head_bytes, frame
 
 pytestmark = pytest.mark.anyio
 
@@ -63,8 +63,11 @@ async def test_appends_do_not_rewrite_the_history(tmp_path: Path) -> None:
         await grow(store, 4, f"t{turn}-")
     assert the_log(tmp_path) == log and log.stat().st_ino == ino  # same file, same generation
     assert log.read_bytes().startswith(prefix)  # the old bytes were never touched
-    assert (key_dir(tmp_path) / "head").read_bytes() == head_bytes  # appends leave the head
-    head = decode_head_file(head_bytes, "t")
+    # appends leave the head: a first save's (format 3) is the record file's first bytes
+    assert (key_dir(tmp_path) / "head").samefile(log)
+    head = decode_head_bytes(head_bytes, "t")
+    assert head_bytes == prefix and head.start > 0
+    assert log.read_bytes()[: head.start] == prefix[: head.start]
     assert head.count == 400 and head.size == len(prefix) and head.version == 1 and head.tail
     got = await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
     assert got.version == 6 and got.state is not None and len(got.state.context) == 420
@@ -142,7 +145,8 @@ async def test_loads_read_only_the_new_tail(
 
     monkeypatch.setattr(posixio, "pread_exact", counting)
     assert len(await texts(reader)) == 4000  # cold: one read of the whole record file
-    assert len(reads) == 1 and reads[0] == the_log(tmp_path).stat().st_size
+    start = decode_head_bytes((key_dir(tmp_path) / "head").read_bytes(), "t").start
+    assert len(reads) == 1 and reads[0] == the_log(tmp_path).stat().st_size - start
     reads.clear()
     assert len(await texts(reader)) == 4000  # unchanged: the head only
     assert reads == []
@@ -544,7 +548,7 @@ async def test_small_commits_are_compacted_into_big_frames(
             assert await texts(reader) == expected  # a reader caching across compactions
     assert len(gens) > 2  # compacted more than once, each time into a new generation
     log = the_log(tmp_path)
-    head = decode_head_file((key_dir(tmp_path) / "head").read_bytes(), "t")
+    head = decode_head_bytes((key_dir(tmp_path) / "head").read_bytes(), "t")
     assert head.size <= log.stat().st_size and head.version > 1
     got = await LocalJsonFileStore(tmp_path).get_versioned("u", "s")
     assert got.version == 61 and got.state is not None

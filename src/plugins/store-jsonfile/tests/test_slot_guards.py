@@ -24,7 +24,13 @@ from hookagent.store.base import UNCONDITIONAL, Fence
 from hookagent.store.ids import slot_name
 from hookagent_store_jsonfile import FsspecJsonFileStore, LocalJsonFileStore
 from hookagent_store_jsonfile.layout import id_parts, slot_parts
-from hookagent_store_jsonfile.records import decode_head_file, encode_head_file
+from hookagent_store_jsonfile.records import (
+    MAGIC3,
+    decode_head_bytes,
+    decode_head_file,
+    encode_first_file,
+    encode_head_file,
+)
 from hookagent_store_jsonfile.remotecas import decode_cas_head, encode_cas_head
 
 pytestmark = pytest.mark.anyio
@@ -70,6 +76,17 @@ class Backend:
         if self.kind.endswith("multi"):
             meta, state = decode_cas_head(data, "test")
             self.fs.pipe_file(path, encode_cas_head(meta, edit(state)))
+        elif data.startswith(MAGIC3):  # a first save's: the record file follows the head
+            head = decode_head_bytes(data, "test")
+            base, later = data[head.start : head.size], data[head.size :]
+            self.fs.pipe_file(
+                path,
+                encode_first_file(head.version, head.gen, head.count, base, edit(head.state))
+                + later,
+            )
+            hint = f"{path[: -len('head')]}.end"
+            if self.fs.exists(hint):
+                self.fs.rm_file(hint)  # (its offsets moved: no hint)
         else:
             head = decode_head_file(data, "test")
             new = type(head)(

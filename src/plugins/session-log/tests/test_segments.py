@@ -180,3 +180,70 @@ async def test_a_fork_and_an_export_of_a_segmented_session() -> None:
     forked = (await LogBackedStore(log).get_versioned("u", "s2")).state
     assert forked.context == (await LogBackedStore(log).get_versioned("u", "s")).state.context
     assert encode_state(await admin.export_state("u", "s")) == live
+
+
+def test_built_batch_hands_back_the_records_it_wrote() -> None:
+    """What a segment joins is what the messages' commits hold, byte for byte."""
+    from hookagent.sessionlog import built_batch, encode_batch
+    from hookagent_session_log.recording import fact
+
+    msgs = [Msg.user("hello"), Msg.assistant("a reply")]
+    events = [
+        fact(c.RUN_STARTED, {}, None, None),
+        *(fact(c.MESSAGE, {"m": m}, None, None) for m in msgs),
+    ]
+    records: list[bytes | None] = [b"stale"]
+    batch = built_batch(events, records)
+    assert records == [None, *(encode_msg(m) for m in msgs)]
+    assert batch.data == encode_batch(events)
+    for record in records[1:]:
+        assert record is not None and record in batch.data
+
+
+def _planted(name: str, user: str, session: str) -> InMemorySessionLog:
+    """A memory log holding a fixture's commits as an older hookagent wrote them."""
+    import json
+    from pathlib import Path
+
+    from hookagent.sessionlog import LogHead
+    from hookagent.sessionlog.memory import _Commit
+
+    fixture = json.loads((Path(__file__).parent / "fixtures" / name).read_text())
+    log = InMemorySessionLog()
+    s = log._make(user, session)
+    for first, last, batch_id, data in fixture["commits"]:
+        s.starts.append(first)
+        s.commits.append(_Commit(first, last, batch_id, "d" + batch_id, data.encode()))
+        s.by_batch[batch_id] = len(s.commits) - 1
+    last_batch = fixture["commits"][-1][2]
+    s.head = LogHead(fixture["head"], 9, None, 0.0, last_batch, fixture["checkpoint_seq"])
+    return log
+
+
+@pytest.mark.parametrize(
+    ("name", "user", "session"),
+    [("log_format2_unsegmented.json", "alice", "s2"), ("log_format1.json", "alice", "s1")],
+)
+async def test_logs_written_before_segments_load_and_take_them(
+    name: str, user: str, session: str
+) -> None:
+    """The fixtures: a format-2 log written before segments (3e94745, 4 calls with a tool)
+    and a format-1 one; each loads cold as before, then a writer with K=2 cuts segments
+    over their messages (encoding the ones it did not write) and a cold load reads them."""
+    import json
+    from pathlib import Path
+
+    fixture = json.loads((Path(__file__).parent / "fixtures" / name).read_text())
+    log = _planted(name, user, session)
+    state = (await LogBackedStore(log).get_versioned(user, session)).state
+    assert state is not None and [m.text for m in state.context] == fixture["texts"]
+    agent = _config(log, 2).build()
+    await agent.call("and now?", ctx(session, user))
+    await agent.call("once more", ctx(session, user))
+    live = await agent.get_agent_state(user, session)
+    head = await log.head(user, session)
+    cp = (await log.read_after(user, session, head.checkpoint_seq - 1, 1))[0]
+    assert cp.payload["segments"][0][2] >= len(fixture["texts"])  # the old messages too
+    cold = (await LogBackedStore(log).get_versioned(user, session)).state
+    assert cold is not None and encode_state(cold) == encode_state(live)
+    assert [m.text for m in cold.context][: len(fixture["texts"])] == fixture["texts"]

@@ -110,7 +110,8 @@ def apply_segment(proj: Projection, e: LogEvent | None, link: Link) -> None:
     p = e.payload
     docs, turns = p.get("ms"), p.get("turns")
     if (
-        p.get("from") != proj.covered_to
+        any(type(p.get(k)) is not int for k in ("from", "to", "first"))
+        or p.get("from") != proj.covered_to
         or link[1] <= proj.covered_to
         or p.get("to") != link[1]
         or p.get("first") != len(proj.messages)

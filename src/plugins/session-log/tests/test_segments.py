@@ -247,3 +247,17 @@ async def test_logs_written_before_segments_load_and_take_them(
     cold = (await LogBackedStore(log).get_versioned(user, session)).state
     assert cold is not None and encode_state(cold) == encode_state(live)
     assert [m.text for m in cold.context][: len(fixture["texts"])] == fixture["texts"]
+
+
+@pytest.mark.parametrize("k", [0, 1, "256", 2.0, True, 100_001])
+def test_segment_messages_is_checked(k: Any) -> None:
+    from hookagent import ConfigurationError
+    from hookagent.testing import ScriptedModel
+    from sessionlog_support import make_config
+
+    with pytest.raises(ConfigurationError, match="segment_messages"):
+        make_config(
+            InMemorySessionLog(),
+            ScriptedModel(["x"]),
+            plugin_options={"session-log": {"segment_messages": k}},
+        ).build()

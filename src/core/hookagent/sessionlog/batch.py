@@ -126,13 +126,19 @@ class BuiltBatch(tuple):  # type: ignore[type-arg]  # tuple[LogEvent, ...]
     digest: str
 
 
-def built_batch(events: Sequence[LogEvent]) -> BuiltBatch:
+def built_batch(
+    events: Sequence[LogEvent], records: list[bytes | None] | None = None
+) -> BuiltBatch:
     """``encode_batch``'s bytes (the same format, byte for byte) for events the caller
     built itself, without the envelope checks; payload values are encoded and
-    depth-checked exactly as ``encode_batch`` does."""
+    depth-checked exactly as ``encode_batch`` does. ``records`` (a list, emptied first)
+    gets each event's message record as written, None where it has none
+    (``format2.encode_events``)."""
     if not 1 <= len(events) <= MAX_BATCH_EVENTS:
         raise InvalidState(f"a batch holds 1 to {MAX_BATCH_EVENTS} events, got {len(events)}")
-    data = encode_events(events, _payload_doc)
+    if records is not None:
+        records.clear()
+    data = encode_events(events, _payload_doc, records)
     if len(data) > MAX_BATCH_BYTES:
         raise StateTooLarge(
             f"a log batch is {len(data)} bytes, over the limit of {MAX_BATCH_BYTES}"

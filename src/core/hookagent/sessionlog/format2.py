@@ -102,8 +102,14 @@ def _at(at: float, t0: float, q: float) -> Any:
     return [at]
 
 
-def encode_events(events: Sequence[LogEvent], payload_doc: Any) -> bytes:
-    """Format 2's bytes of checked events (``payload_doc(event)``: format 1's payload rule)."""
+def encode_events(
+    events: Sequence[LogEvent], payload_doc: Any, records: list[bytes | None] | None = None
+) -> bytes:
+    """Format 2's bytes of checked events (``payload_doc(event)``: format 1's payload rule).
+
+    ``records``, when given, gets each event's message record as written (None for an event
+    without one): a writer that keeps them (the recorder's history segments) never encodes
+    a message twice."""
     first = events[0]
     t0 = first.occurred_at
     q = math.ulp(t0)
@@ -134,6 +140,8 @@ def encode_events(events: Sequence[LogEvent], payload_doc: Any) -> bytes:
             extra["turn"] = e.turn_id
         payload = e.payload
         record = _record(payload.get("m")) if payload else None
+        if records is not None:
+            records.append(record)
         if record is not None:
             doc.append(orjson.Fragment(record))
             if len(payload) > 1:

@@ -28,6 +28,11 @@ MODEL_DISPATCH = "model/dispatch"
 MODEL_END = "model/end"
 ADMIN = "admin/updated"
 IMPORTED = "import/baseline"
+SEGMENT = "history/segment"
+"""K messages' records in one event, named by a checkpoint's ``segments`` (docs/session-log.md):
+optional, because every message it holds is also a ``message/appended`` fact, so a reader
+that ignores it (an older one, or a load past a segment no checkpoint names) rebuilds the
+same history from the facts."""
 
 REQUIRED = frozenset(
     {MESSAGE, REPLACED, TOOL_DISPATCH, TOOL_RESULT, TOOL_SUSPENDED, RECOVERY, CHECKPOINT}
@@ -41,6 +46,7 @@ OPTIONAL = frozenset(
         MODEL_END,
         ADMIN,
         IMPORTED,
+        SEGMENT,
         "interaction/requested",
         "interaction/resolved",
         "compaction/applied",

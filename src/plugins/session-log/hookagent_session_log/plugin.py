@@ -41,14 +41,14 @@ from hookagent.sessionlog import InMemorySessionLog
 from . import catalogue as c
 from .errors import TurnAlreadyCompleted
 from .heartbeat import HEARTBEAT
-from .recording import Recording, lease_of
+from .recording import Recording, lease_of, segment_messages_of
 from .store import LIVE, LogBackedStore
 
 log = logging.getLogger("hookagent.session_log")
 PLUGIN = "session-log"
 ORDER = 10_000
 """Innermost in both chains: a dispatch is recorded right before the provider or tool runs."""
-_OPTIONS = frozenset({"lease_seconds", "log_options", "durability"})
+_OPTIONS = frozenset({"lease_seconds", "log_options", "durability", "segment_messages"})
 DURABILITY = ("dispatch", "tools")
 """``dispatch`` (the default, the reference's rule): a commit is durable before every model
 call and every tool run. ``tools``: before every tool run and at the run's end; a model
@@ -82,6 +82,7 @@ def hookagent_configure(config: AgentConfig, kernel: Any) -> None:
             "session-log: options are set but AgentConfig(session_log=...) is not: name the log"
         )
     lease_of(dict(options))
+    segment_messages_of(dict(options))
     if options.get("durability", "dispatch") not in DURABILITY:
         raise ConfigurationError(
             f"session-log: durability is one of {DURABILITY}, got {options.get('durability')!r}"
@@ -99,6 +100,7 @@ def hookagent_state_authority(config: AgentConfig, kernel: Any) -> LogBackedStor
         lease=lease_of(options),
         options=dict(options.get("log_options", {})),
         durability=str(options.get("durability", "dispatch")),
+        segment_messages=segment_messages_of(options),
     )
     _STORES.add(store)
     return store
@@ -152,6 +154,7 @@ async def hookagent_state_loaded(state: AgentState, ctx: RuntimeContext) -> None
         loaded_seq=seq,
         seq=writer.seq,
         durability=store.durability,
+        segment_messages=store.segment_messages,
         flushed=state.context.unchanged_prefix,
     )
     agent = ctx.get(Agent)

@@ -27,6 +27,7 @@ from hookagent.tools import error_result
 
 from . import catalogue as c
 from .errors import UnknownRequiredEvent
+from .segments import chain_of
 
 NOT_RUN = "not run: the run stopped before this call started"
 _SKIPPED = frozenset(c.OPTIONAL - {c.RUN_FINISHED})
@@ -66,6 +67,28 @@ class Projection:
     """Outcomes recorded by ``tool/result`` that no appended message holds yet."""
     suspended: set[str] = attrs.Factory(set)
     completed_turns: set[str] = attrs.Factory(set)
+    turn_seqs: dict[str, int] = attrs.Factory(dict)
+    """Completed turn -> the seq that completed it (a segment carries the ones it covers)."""
+    segments: list[tuple[int, int, int]] = attrs.Factory(list)
+    """The newest checkpoint's chain of history segments (``segments.Link``)."""
+    covered: int = 0
+    """How many of ``messages`` the chain covers (from the first)."""
+    covered_to: int = 0
+    """The last seq the chain covers (the base's start when it is empty)."""
+    records: dict[int, bytes] = attrs.Factory(dict)
+    """Index in ``messages`` -> the record its commit wrote, for messages after the chain
+    that this process wrote (the next segment joins them as they are)."""
+
+    def set_chain(self, chain: list[tuple[int, int, int]]) -> None:
+        """The chain a checkpoint names becomes this projection's."""
+        covered = sum(link[2] for link in chain)
+        if covered > len(self.messages):
+            raise ValueError(f"its segments cover {covered} messages of {len(self.messages)}")
+        self.segments = list(chain)
+        self.covered = covered
+        self.covered_to = chain[-1][1] if chain else (self.base - 1 if self.base > 0 else 0)
+        if self.records:
+            self.records = {i: r for i, r in self.records.items() if i >= covered}
 
     def apply(self, events: Iterable[LogEvent]) -> None:
         """Apply events in order; one at or below ``seq`` was applied already (a reader and
@@ -161,6 +184,8 @@ class Projection:
                 self.head_doc = doc
                 self.head_bytes = orjson.dumps(doc)
                 self.checkpoint_seq = seq
+                if payload.get("segments") is not None or self.segments:
+                    self.set_chain(chain_of(payload))
             elif kind == c.REPLACED:
                 self.messages = c.messages_in(payload, seq)
                 self.base = seq
@@ -168,9 +193,13 @@ class Projection:
                 self.results.clear()
                 self.suspended.clear()
                 self.completed_turns.clear()
+                self.turn_seqs.clear()
+                self.records.clear()
+                self.segments, self.covered, self.covered_to = [], 0, seq - 1
             elif kind == c.RUN_FINISHED:
                 if payload.get("completed") and turn_id:
                     self.completed_turns.add(turn_id)
+                    self.turn_seqs[turn_id] = seq
             elif kind == c.RECOVERY or c.known(kind):
                 pass
             elif required:

@@ -28,12 +28,13 @@ import attrs
 import orjson
 from hookagent import AgentState, ToolResultBlock
 from hookagent.codec import state_to_dict
-from hookagent.errors import InvalidState
+from hookagent.errors import InvalidState, StateTooLarge
 from hookagent.sessionlog import CHECKPOINT, LOG_SCHEMA_VERSION, LogEvent, LogWriter, SessionLog
 from hookagent.sessionlog.batch import built_batch
 
 from . import catalogue as c
 from .projection import Projection
+from .segments import SEGMENT_MESSAGES, cut, due
 
 log = logging.getLogger("hookagent.session_log")
 
@@ -141,6 +142,8 @@ class Recording:
     pending: list[LogEvent] = attrs.Factory(list)
     finished: bool = False
     durability: str = "dispatch"
+    segment_messages: int = SEGMENT_MESSAGES
+    """K: a history segment is cut once this many messages follow the last one."""
     in_flight: int = 0
     """Tool calls of the current step between their dispatch and their outcome."""
     seen: tuple[bytes, bytes] | None = None
@@ -180,7 +183,12 @@ class Recording:
             await self._flush(state, extra, finish, reason)
 
     async def _flush(
-        self, state: AgentState, extra: Sequence[LogEvent], finish: bool, reason: str
+        self,
+        state: AgentState,
+        extra: Sequence[LogEvent],
+        finish: bool,
+        reason: str,
+        segment: bool = True,
     ) -> None:
         proj, run, turn = self.projection, self.run_id, self.turn_id
         history = state.context
@@ -188,6 +196,7 @@ class Recording:
         live: list[Any] = [None] * len(events)  # the Msg behind each message event
         base = proj.base
         replaced = history.unchanged_prefix < self.flushed
+        seg = None
         if replaced:
             base = self.seq + len(events) + 1
             events.append(fact(c.REPLACED, {"ms": list(history), "reason": reason}, run, turn))
@@ -196,25 +205,46 @@ class Recording:
             for m in history[self.flushed :]:
                 events.append(fact(c.MESSAGE, {"m": m}, run, turn))
                 live.append(m)
+            if segment and proj.seq == self.seq and due(proj, self.segment_messages):
+                seg = cut(proj, run, turn, fact)  # covers what is committed: seqs <= self.seq
+        chain = [] if replaced else list(proj.segments)
         seen, mark = self.seen, fingerprint(state)
-        checkpoint: tuple[int, dict[str, Any], bytes] | None = None
-        if replaced or seen is None or mark is None or seen != (proj.head_bytes, mark):
+        checkpoint: tuple[int, dict[str, Any], bytes, list[Any]] | None = None
+        if (
+            replaced
+            or seg is not None
+            or seen is None
+            or mark is None
+            or seen != (proj.head_bytes, mark)
+        ):
             self.encodings += 1
             doc = state_to_dict(state, with_context=False)
             data = orjson.dumps(doc)
-            if data != proj.head_bytes or replaced:
+            if data != proj.head_bytes or replaced or seg is not None:
                 events.extend(_section_events(proj.head_doc, doc, run, turn))
-                payload = {"state": doc, "base": base, "history": len(history)}
-                checkpoint = (len(events), doc, data)
+                if seg is not None:  # named by the checkpoint that follows it
+                    count = len(proj.messages) - proj.covered
+                    chain.append((self.seq + len(events) + 1, proj.seq, count))
+                    events.append(seg)
+                payload: dict[str, Any] = {"state": doc, "base": base, "history": len(history)}
+                if chain:
+                    payload["segments"] = [list(link) for link in chain]
+                checkpoint = (len(events), doc, data, chain)
                 events.append(fact(CHECKPOINT, payload, run, turn))
             seen = None if mark is None else (data, mark)
         events.extend(extra)
         if not events:  # (so the state encodes to the head's checkpoint: no event for it)
             self.seen = seen
             return
+        records: list[bytes | None] = []
+        try:  # every event is the recorder's own (``fact``)
+            batch = built_batch(events, records)
+        except StateTooLarge:
+            if seg is None:
+                raise
+            return await self._flush(state, extra, finish, reason, segment=False)
         if self.writer.lease_until - time.time() < self.lease / 2:
             self.writer = await self.log.renew(self.writer, self.lease)
-        batch = built_batch(events)  # every event is the recorder's own (``fact``)
         result = await self.log.commit(self.writer, event_id(), self.seq, batch, finish=finish)
         self.pending.clear()
         first = result.first_seq
@@ -224,10 +254,15 @@ class Recording:
             live_msg = live[i] if i < len(live) else None
             if live_msg is not None:  # the live message, not a decoded copy of it
                 proj._settle(live_msg)
+                record = records[i]
+                if record is not None:
+                    proj.records[len(proj.messages)] = record
                 proj.messages.append(live_msg)
             elif checkpoint is not None and i == checkpoint[0]:  # the bytes committed, as
                 proj.head_doc, proj.head_bytes = checkpoint[1], checkpoint[2]  # encoded then
                 proj.checkpoint_seq = first + i
+                if checkpoint[3] or proj.segments:
+                    proj.set_chain(checkpoint[3])
             else:
                 proj.apply_one(e, first + i)
         if proj.seq < result.last_seq:
@@ -282,3 +317,15 @@ def lease_of(options: dict[str, Any]) -> float:
             f"session-log: lease_seconds is a number of seconds in [1, 3600], got {lease!r}"
         )
     return float(lease)
+
+
+def segment_messages_of(options: dict[str, Any]) -> int:
+    """The ``segment_messages`` option (K, default 256): an int in [2, 100000]."""
+    k = options.get("segment_messages", SEGMENT_MESSAGES)
+    if type(k) is not int or not 2 <= k <= 100_000:
+        from hookagent import ConfigurationError
+
+        raise ConfigurationError(
+            f"session-log: segment_messages is a number of messages in [2, 100000], got {k!r}"
+        )
+    return k

@@ -48,6 +48,7 @@ from .errors import AdminRefused, RunAlreadyRecorded, UncertainToolCalls
 from .heartbeat import HEARTBEAT
 from .projection import Projection, gc_paused
 from .recording import Recording
+from .segments import SEGMENT_MESSAGES, apply_segment, chain_of, start_of
 
 ADMIN_LEASE = 30.0
 LIVE: weakref.WeakValueDictionary[tuple[str, str, str | None], Recording] = (
@@ -70,12 +71,15 @@ class LogBackedStore:
         lease: float = 120.0,
         options: dict[str, Any] | None = None,
         durability: str = "dispatch",
+        segment_messages: int = SEGMENT_MESSAGES,
     ) -> None:
         self._spec = spec
         self._pm = plugin_manager
         self._options = dict(options or {})
         self.lease = lease
         self.durability = durability
+        self.segment_messages = segment_messages
+        """K: a run's recorder cuts a history segment once this many messages follow the last."""
         self._log: SessionLog | None = None if isinstance(spec, str) else spec
         self._owns_log = isinstance(spec, str)
         if isinstance(spec, str):
@@ -136,22 +140,47 @@ class LogBackedStore:
     ) -> Projection:
         proj = Projection(user_id, session_id)
         start = 0
-        if head.checkpoint_seq:
-            found = await log.read_after(user_id, session_id, head.checkpoint_seq - 1, 1)
-            if not found or found[0].seq != head.checkpoint_seq:
-                raise LogCorrupt(
-                    f"user_id={user_id!r} session_id={session_id!r}: the head names checkpoint "
-                    f"{head.checkpoint_seq}, which the log does not hold"
-                )
-            base = found[0].payload.get("base", 0)
-            start = base - 1 if type(base) is int and base > 0 else 0
-        rows = getattr(log, "read_rows_after", None)  # a backend's fast path, if it has one
         with gc_paused():
+            if head.checkpoint_seq:
+                found = await log.read_after(user_id, session_id, head.checkpoint_seq - 1, 1)
+                if not found or found[0].seq != head.checkpoint_seq:
+                    raise LogCorrupt(
+                        f"user_id={user_id!r} session_id={session_id!r}: the head names "
+                        f"checkpoint {head.checkpoint_seq}, which the log does not hold"
+                    )
+                base = found[0].payload.get("base", 0)
+                base = base if type(base) is int and base > 0 else 0
+                start = await self._segments(log, proj, found[0], base)
+            rows = getattr(log, "read_rows_after", None)  # a backend's fast path, if it has one
             if rows is not None:
                 proj.apply_rows(await rows(user_id, session_id, start))
             else:
                 proj.apply(await log.read_after(user_id, session_id, start))
         return proj
+
+    async def _segments(self, log: SessionLog, proj: Projection, cp: Any, base: int) -> int:
+        """The history segments the newest checkpoint names, applied (``segments``): the
+        seq after which the commits are still to be read."""
+        try:
+            chain = chain_of(cp.payload)
+        except (TypeError, ValueError) as exc:
+            raise LogCorrupt(
+                f"user_id={proj.user_id!r} session_id={proj.session_id!r}: checkpoint "
+                f"{cp.seq}: {exc}"
+            ) from None
+        if not chain:
+            return start_of(base)
+        if chain[-1][1] >= cp.seq:
+            raise LogCorrupt(
+                f"user_id={proj.user_id!r} session_id={proj.session_id!r}: checkpoint {cp.seq} "
+                f"names a segment covering seq {chain[-1][1]}, past itself"
+            )
+        proj.base, proj.covered_to = base, start_of(base)
+        for link in chain:
+            found = await log.read_after(proj.user_id, proj.session_id, link[0] - 1, 1)
+            apply_segment(proj, found[0] if found else None, link)
+        proj.seq = proj.covered_to
+        return proj.seq
 
     def attach(self, slot: tuple[str, str], rec: Recording) -> None:
         """``rec`` is the slot's live recording (what the run's middlewares find)."""
@@ -282,7 +311,15 @@ class LogBackedStore:
         if uncertain:
             raise UncertainToolCalls(user_id, session_id, uncertain)
         writer = await log.acquire(user_id, session_id, f"admin-{new_id()}", ADMIN_LEASE)
-        rec = Recording(log, writer, proj, ADMIN_LEASE, seq=writer.seq, flushed=len(proj.messages))
+        rec = Recording(
+            log,
+            writer,
+            proj,
+            ADMIN_LEASE,
+            seq=writer.seq,
+            flushed=len(proj.messages),
+            segment_messages=self.segment_messages,
+        )
         try:
             if writer.seq != head.seq:
                 raise VersionConflict(user_id, session_id, key, head.seq, writer.seq)

@@ -102,10 +102,23 @@ def test_rebuilt_state_is_the_live_state(ops: list[tuple[str, str]]) -> None:
     anyio.run(_scenario, ops)
 
 
-async def _scenario(ops: list[tuple[str, str]]) -> None:
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=OPS)
+def test_rebuilt_state_is_the_live_state_with_a_segment_every_two_messages(
+    ops: list[tuple[str, str]],
+) -> None:
+    """The same with history segments cut at every quiet point (K=2): a cold load reads
+    the segments the checkpoint names and the commits after them."""
+    anyio.run(_scenario, ops, 2)
+
+
+async def _scenario(ops: list[tuple[str, str]], k: int = 256) -> None:
     log = InMemorySessionLog()
     live = Live()
-    cfg = make_config(log, Rules(), tools=[guarded, stopper, _lookup()], plugins=[Asks(), live])
+    options = {"plugin_options": {"session-log": {"segment_messages": k}}}
+    cfg = make_config(
+        log, Rules(), tools=[guarded, stopper, _lookup()], plugins=[Asks(), live], **options
+    )
     agent = cfg.build()
     for i, (op, arg) in enumerate(ops):
         if op == "call":
@@ -136,7 +149,7 @@ async def _scenario(ops: list[tuple[str, str]]) -> None:
                 continue
         if not live.saved:
             continue
-        fresh = make_config(log, Rules(), tools=[guarded, stopper, _lookup()]).build()
+        fresh = make_config(log, Rules(), tools=[guarded, stopper, _lookup()], **options).build()
         rebuilt = await fresh.get_agent_state("u", "s")
         assert _without_admin_log(encode_state(rebuilt)) == _without_admin_log(live.saved), (
             op,
@@ -144,6 +157,20 @@ async def _scenario(ops: list[tuple[str, str]]) -> None:
         )
         warm = await agent.get_agent_state("u", "s")
         assert encode_state(warm) == encode_state(rebuilt)
+    if k < 256:
+        SEGMENTED.append(
+            any(e.type == "history/segment" for e in await log.read_after("u", "s", 0))
+        )
+
+
+SEGMENTED: list[bool] = []
+"""Whether each example with small segments cut one (some must: see the test below)."""
+
+
+def test_the_small_segments_were_cut() -> None:
+    if not SEGMENTED:
+        test_rebuilt_state_is_the_live_state_with_a_segment_every_two_messages()
+    assert any(SEGMENTED)
 
 
 def _lookup() -> Any:

@@ -345,7 +345,9 @@ class LocalLogCore(LogTree):
             head = 0 if doc is None else int(doc["seq"])
             if doc is None or head <= seq:
                 return []
-            return _events(_commits(ses, doc, seq, head, where), seq, head, limit, where)
+            chunk = 256 if limit is None else min(limit, 256)  # a commit holds >= 1 event
+            commits = _commits(ses, doc, seq, head, where, chunk)
+            return _events(commits, seq, head, limit, where)
 
         return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
 
@@ -420,11 +422,12 @@ def _events(
 
 
 def _commits(
-    ses: Session, doc: Doc, seq: int, head: int, where: str
+    ses: Session, doc: Doc, seq: int, head: int, where: str, chunk: int = 256
 ) -> Iterable[tuple[int, int, bytes]]:
-    """The session's commits from the one holding ``seq + 1``, in its format."""
+    """The session's commits from the one holding ``seq + 1``, in its format (``chunk``:
+    records a pread; a point read, ``read_after(seq, 1)``, reads one)."""
     if seg.is_v2(doc):
-        return seg.commits(ses, doc, seq, where)
+        return seg.commits(ses, doc, seq, where, chunk)
     return f1.commits(ses, doc, seq, head, where)
 
 

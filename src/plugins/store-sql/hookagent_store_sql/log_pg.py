@@ -55,10 +55,12 @@ class PgLogDirect(PgDirect):
         self.acquire = numbered(fast.acquire)
         self.commit = {finish: numbered(stmt) for finish, stmt in fast.commit.items()}
         self.read_sql = read_sql(fast.heads, fast.commits, ("$1", "$2", "$3"))
+        self.read_one_sql = read_sql(fast.heads, fast.commits, ("$1", "$2", "$3"), one=True)
 
-    async def read(self, u: str, s: str, after: int) -> list[Any]:
-        """The rows of ``LogQueries.read(None)`` as asyncpg records (errors as SQLAlchemy's)."""
-        sql = self.read_sql
+    async def read(self, u: str, s: str, after: int, one: bool = False) -> list[Any]:
+        """The rows of ``LogQueries.read(None)`` (``one``: ``read(1)``) as asyncpg records
+        (errors as SQLAlchemy's)."""
+        sql = self.read_one_sql if one else self.read_sql
         return await self.run(sql, lambda c: c.fetch(sql, u, s, after))
 
     async def fetch_head(

@@ -70,6 +70,9 @@ class LogReads:
         check_session(user_id, session_id)
         check_after(seq, limit)
         q = await self._ready()
+        reader = self._raw_reader() if limit == 1 else None
+        if reader is not None:  # a point read (a cold load's checkpoint and segments)
+            return await self._read_one(reader, user_id, session_id, seq)
         stmt, params = q.read(limit), {"u": user_id, "s": session_id, "after": seq}
         what = self._what("read_after", user_id, session_id)
         rows = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
@@ -93,6 +96,32 @@ class LogReads:
         if short and head > seq and (not out or out[-1].seq != head):
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return out
+
+    async def _read_one(
+        self, reader: Any, user_id: str, session_id: str, seq: int
+    ) -> list[LogEvent]:
+        """``read_after(seq, 1)`` on the driver's own call: the commit holding ``seq + 1``
+        (``LIMIT 1``), with ``read_after``'s checks."""
+        what = self._what("read_after", user_id, session_id)
+        where = slot_name(user_id, session_id, "log")
+        raw: list[Any] = await self._retry.read_with(
+            what, lambda: reader(user_id, session_id, seq, True)
+        )
+        if not raw:
+            return []
+        head, first, _, data = raw[0]
+        head = int(head)
+        if first is not None:
+            if first > seq + 1:
+                raise LogCorrupt(f"{where}: seqs {seq + 1}..{first - 1} are missing")
+            if type(data) is not bytes:
+                _bad(where)
+            for e in decode_batch(data, int(first), where=where):
+                if seq < e.seq <= head:
+                    return [e]
+        if head > seq:
+            raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
+        return []
 
     async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[EventRow]:
         """``read_after(seq)`` as ``Row`` tuples: the same statement and checks (a cold

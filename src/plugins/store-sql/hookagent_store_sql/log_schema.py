@@ -69,16 +69,17 @@ def _blob(flavor: Flavor) -> TypeEngine[bytes]:
     return LargeBinary()
 
 
-def read_sql(heads: str, commits: str, marks: tuple[str, str, str]) -> str:
-    """``LogQueries.read(None)`` as plain SQL for the drivers' own calls (tables formatted
-    and quoted by the dialect; ``marks``: the user, session and after parameters)."""
+def read_sql(heads: str, commits: str, marks: tuple[str, str, str], *, one: bool = False) -> str:
+    """``LogQueries.read(None)`` (``one``: ``read(1)``, the commit holding ``after + 1``) as
+    plain SQL for the drivers' own calls (tables formatted and quoted by the dialect;
+    ``marks``: the user, session and after parameters)."""
     u, s, after = marks
     return f"""SELECT h.seq, c.first_seq, c.last_seq, c.data
 FROM {heads} h LEFT OUTER JOIN {commits} c
   ON c.user_id = h.user_id AND c.session_id = h.session_id AND c.last_seq > {after}
   AND c.first_seq <= h.seq
 WHERE h.user_id = {u} AND h.session_id = {s}
-ORDER BY c.first_seq"""  # noqa: S608
+ORDER BY c.first_seq{" LIMIT 1" if one else ""}"""  # noqa: S608
 
 
 class LogTables:

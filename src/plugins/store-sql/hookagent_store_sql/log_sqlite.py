@@ -89,6 +89,7 @@ RETURNING {HEAD}"""  # noqa: S608
     (user_id, session_id, first_seq, last_seq, batch_hash, batch_id, digest, data)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""  # noqa: S608
         self.read_sql = read_sql(heads, commits, ("?1", "?2", "?3"))
+        self.read_one_sql = read_sql(heads, commits, ("?1", "?2", "?3"), one=True)
         self.seal_sql = f"""INSERT INTO {seals} (user_id, session_id, owner_hash, owner)
 VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"""  # noqa: S608
 
@@ -182,9 +183,11 @@ VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"""  # noqa: S608
 
         return self._one_transaction(conn, write)
 
-    def _read(self, args: tuple[str, str, int], conn: sqlite3.Connection, _inv: Any) -> Any:
+    def _read(
+        self, args: tuple[str, str, int], conn: sqlite3.Connection, _inv: Any, one: bool = False
+    ) -> Any:
         try:
-            return conn.execute(self.read_sql, args).fetchall()
+            return conn.execute(self.read_one_sql if one else self.read_sql, args).fetchall()
         except sqlite3.Error as exc:  # typed as SQLAlchemy's: busy is retried by the caller
             raise wrap(exc, "read_after") from exc
 
@@ -205,8 +208,9 @@ VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"""  # noqa: S608
         row = await self._runner.call(self._with_conn, lambda c, f: self._acquire(args, c, f))
         return None if row is None else head_from(row)
 
-    async def read(self, u: str, s: str, after: int) -> list[Any]:
-        """The rows of ``LogQueries.read(None)`` as sqlite3 tuples (no SQLAlchemy row)."""
+    async def read(self, u: str, s: str, after: int, one: bool = False) -> list[Any]:
+        """The rows of ``LogQueries.read(None)`` (``one``: ``read(1)``) as sqlite3 tuples
+        (no SQLAlchemy row)."""
 
         def run() -> Any:
             try:
@@ -216,7 +220,7 @@ VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"""  # noqa: S608
             try:
                 conn = fairy.driver_connection
                 assert conn is not None
-                return self._read((u, s, after), conn, None)
+                return self._read((u, s, after), conn, None, one)
             finally:
                 fairy.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,12 @@ class Deferred:
     attr: str
 
     def __call__(self, *args: Any) -> Any:
-        return getattr(importlib.import_module(self.module), self.attr)(*args)
+        found = getattr(importlib.import_module(self.module), self.attr, None)
+        if not callable(found):
+            raise HookContractError(
+                f"CLI command module {self.module!r} has no callable {self.attr!r}"
+            )
+        return found(*args)
 
 
 @attrs.frozen
@@ -59,6 +65,15 @@ class CommandRegistry:
                 raise HookContractError(
                     f"plugin {self.plugin!r}: command {name!r} takes module (a module name "
                     "with configure and run) or the callables configure and run, not both"
+                )
+            try:  # the plugin's package is imported already: this reads no command code
+                spec = importlib.util.find_spec(module)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None:
+                raise HookContractError(
+                    f"plugin {self.plugin!r}: command {name!r} names module {module!r}, "
+                    "which cannot be found"
                 )
             configure, run = Deferred(module, "configure"), Deferred(module, "run")
         if not callable(configure) or not callable(run):

@@ -81,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         pm = cli_plugin_manager(strict=False if argv[:1] == ["plugins"] else None)
         registry = collect_commands(pm)
-        only = argv[0] if argv else ""  # the top-level parser has no option taking a value
+        # the command: the first word that is not an option (no top-level option takes a
+        # value: a test pins it)
+        only = next((a for a in argv if not a.startswith("-")), "")
         args = build_parser(registry, only).parse_args(argv)
         args.plugin_manager = pm
         args.commands = list(registry.commands)

@@ -113,11 +113,14 @@ def test_a_preset_registered_twice_names_both_plugins(pm) -> None:  # type: igno
 
 
 def test_a_command_registered_by_module_is_imported_when_it_runs(
-    pm, monkeypatch: pytest.MonkeyPatch
+    pm, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
-    impl = types.ModuleType("hookagent_lazy_cmd")
-    impl.configure = lambda p: p.add_argument("--flag", action="store_true")  # type: ignore[attr-defined]
-    impl.run = lambda args: 5 if args.flag else 6  # type: ignore[attr-defined]
+    (tmp_path / "hookagent_lazy_cmd.py").write_text(
+        "def configure(p):\n    p.add_argument('--flag', action='store_true')\n\n"
+        "def run(args):\n    return 5 if args.flag else 6\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "hookagent_lazy_cmd", raising=False)
     plugin = types.ModuleType("hookagent_lazy_plugin")
 
     @hookimpl(optionalhook=True)
@@ -128,9 +131,32 @@ def test_a_command_registered_by_module_is_imported_when_it_runs(
     pm.register(plugin, name="lazy-plugin")
     registry = collect_commands(pm)
     build_parser(registry, "")  # `hookagent --help`: the module is not needed
-    monkeypatch.setitem(sys.modules, "hookagent_lazy_cmd", impl)
+    assert "hookagent_lazy_cmd" not in sys.modules
     args = build_parser(registry, "lazy").parse_args(["lazy", "--flag"])
     assert args.handler(args) == 5
+    assert "hookagent_lazy_cmd" in sys.modules
+
+
+def test_a_command_module_that_cannot_be_found_is_refused_at_registration(pm) -> None:  # type: ignore[no-untyped-def]
+    plugin = types.ModuleType("hookagent_typo_plugin")
+
+    @hookimpl(optionalhook=True)
+    def hookagent_register_cli_commands(register):  # type: ignore[no-untyped-def]
+        register("typo", help="x", module="hookagent_no_such_cli_module")
+
+    plugin.hookagent_register_cli_commands = hookagent_register_cli_commands  # type: ignore[attr-defined]
+    pm.register(plugin, name="typo-plugin")
+    with pytest.raises(HookContractError, match="'typo' names module 'hookagent_no_such"):
+        collect_commands(pm)
+
+
+def test_no_top_level_option_takes_a_value(pm) -> None:  # type: ignore[no-untyped-def]
+    """``main`` finds the command as the first word not starting with "-": true only while
+    no top-level option takes a value."""
+    parser = build_parser(collect_commands(pm), "")
+    for action in parser._actions:
+        if action.option_strings:
+            assert action.nargs == 0, action.option_strings
 
 
 def test_module_and_callables_together_are_refused(pm) -> None:  # type: ignore[no-untyped-def]

@@ -78,6 +78,10 @@ class Projection:
     records: dict[int, bytes] = attrs.Factory(dict)
     """Index in ``messages`` -> the record its commit wrote, for messages after the chain
     that this process wrote (the next segment joins them as they are)."""
+    uncut: int = -1
+    """``covered`` when a cut of the stretch after it failed (over ``SEGMENT_BYTES``, a
+    message that will not encode): that stretch is not tried again, nor its records kept,
+    until the chain moves or the history is replaced."""
 
     def set_chain(self, chain: list[tuple[int, int, int]]) -> None:
         """The chain a checkpoint names becomes this projection's."""
@@ -196,6 +200,7 @@ class Projection:
                 self.turn_seqs.clear()
                 self.records.clear()
                 self.segments, self.covered, self.covered_to = [], 0, seq - 1
+                self.uncut = -1
             elif kind == c.RUN_FINISHED:
                 if payload.get("completed") and turn_id:
                     self.completed_turns.add(turn_id)

@@ -34,7 +34,7 @@ from hookagent.sessionlog.batch import built_batch
 
 from . import catalogue as c
 from .projection import Projection
-from .segments import SEGMENT_MESSAGES, cut, due
+from .segments import SEGMENT_MESSAGES, cut, due, keep_record, uncuttable
 
 log = logging.getLogger("hookagent.session_log")
 
@@ -242,6 +242,7 @@ class Recording:
         except StateTooLarge:
             if seg is None:
                 raise
+            uncuttable(proj)  # not tried again for this stretch
             return await self._flush(state, extra, finish, reason, segment=False)
         if self.writer.lease_until - time.time() < self.lease / 2:
             self.writer = await self.log.renew(self.writer, self.lease)
@@ -255,7 +256,7 @@ class Recording:
             if live_msg is not None:  # the live message, not a decoded copy of it
                 proj._settle(live_msg)
                 record = records[i]
-                if record is not None:
+                if record is not None and keep_record(proj, self.segment_messages):
                     proj.records[len(proj.messages)] = record
                 proj.messages.append(live_msg)
             elif checkpoint is not None and i == checkpoint[0]:  # the bytes committed, as

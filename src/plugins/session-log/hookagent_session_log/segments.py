@@ -32,6 +32,11 @@ SEGMENT_MESSAGES = 256
 SEGMENT_BYTES = 4 * 1024 * 1024
 """The largest segment's records, in bytes (half a commit's limit); a longer stretch is
 not cut (its load reads the commits, as without segments)."""
+SEGMENT_VERSION = 1
+"""What a segment's range may hold besides its messages and completed turns: version 1's
+catalogue (dispatches and results settled in the range, run starts and ends). A writer
+whose range could hold a required event this reader does not know writes a higher
+version; a reader meeting a version it does not know reads the commits instead."""
 
 Link = tuple[int, int, int]
 """One segment in a checkpoint's chain: (the segment event's seq, its ``to``, its count)."""
@@ -66,14 +71,17 @@ def start_of(base: int) -> int:
 
 def due(proj: Projection, every: int) -> bool:
     """Whether a segment may be cut now: K messages uncovered and no tool call open."""
-    return len(proj.messages) - proj.covered >= every and not (
-        proj.dispatched or proj.results or proj.suspended
+    return (
+        len(proj.messages) - proj.covered >= every
+        and proj.covered != proj.uncut
+        and not (proj.dispatched or proj.results or proj.suspended)
     )
 
 
 def cut(proj: Projection, run_id: str | None, turn_id: str | None, fact: Any) -> LogEvent | None:
     """The segment of the messages after the chain's end, up to ``proj.seq``; None when
-    it would be over ``SEGMENT_BYTES`` or a message will not encode (no segment then)."""
+    it would be over ``SEGMENT_BYTES`` or a message will not encode (no segment then, and
+    the stretch is marked so that later flushes do not encode it again)."""
     first, msgs = proj.covered, proj.messages
     records = proj.records
     parts: list[bytes] = []
@@ -86,11 +94,14 @@ def cut(proj: Projection, run_id: str | None, turn_id: str | None, fact: Any) ->
             parts.append(record)
             size += len(record) + 1
             if size > SEGMENT_BYTES:
+                uncuttable(proj)
                 return None
     except InvalidState:
+        uncuttable(proj)
         return None
     turns = sorted(t for t, s in proj.turn_seqs.items() if s > proj.covered_to)
     payload = {
+        "v": SEGMENT_VERSION,
         "from": proj.covered_to,
         "to": proj.seq,
         "first": first,
@@ -99,6 +110,26 @@ def cut(proj: Projection, run_id: str | None, turn_id: str | None, fact: Any) ->
     }
     e: LogEvent = fact(c.SEGMENT, payload, run_id, turn_id)
     return e
+
+
+def uncuttable(proj: Projection) -> None:
+    """The stretch after the chain is not cut again (``Projection.uncut``)."""
+    proj.uncut = proj.covered
+    proj.records.clear()
+
+
+def keep_record(proj: Projection, every: int) -> bool:
+    """Whether the record of the message being appended is kept for the next segment: not
+    for a stretch that will not be cut, and at most two segments' worth (a stretch with no
+    quiet point; ``cut`` encodes what is missing)."""
+    return proj.covered != proj.uncut and len(proj.records) < 2 * every
+
+
+def later(e: LogEvent) -> bool:
+    """Whether ``e`` is a segment of a later version than this reader's (its range may hold
+    events this reader would have to see: the load reads the commits instead)."""
+    v = e.payload.get("v")
+    return e.type == c.SEGMENT and type(v) is int and v > SEGMENT_VERSION
 
 
 def apply_segment(proj: Projection, e: LogEvent | None, link: Link) -> None:
@@ -110,7 +141,8 @@ def apply_segment(proj: Projection, e: LogEvent | None, link: Link) -> None:
     p = e.payload
     docs, turns = p.get("ms"), p.get("turns")
     if (
-        any(type(p.get(k)) is not int for k in ("from", "to", "first"))
+        p.get("v") != SEGMENT_VERSION
+        or any(type(p.get(k)) is not int for k in ("from", "to", "first"))
         or p.get("from") != proj.covered_to
         or link[1] <= proj.covered_to
         or p.get("to") != link[1]

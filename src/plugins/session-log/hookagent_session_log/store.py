@@ -48,7 +48,7 @@ from .errors import AdminRefused, RunAlreadyRecorded, UncertainToolCalls
 from .heartbeat import HEARTBEAT
 from .projection import Projection, gc_paused
 from .recording import Recording
-from .segments import SEGMENT_MESSAGES, apply_segment, chain_of, start_of
+from .segments import SEGMENT_MESSAGES, apply_segment, chain_of, later, start_of
 
 ADMIN_LEASE = 30.0
 LIVE: weakref.WeakValueDictionary[tuple[str, str, str | None], Recording] = (
@@ -123,6 +123,10 @@ class LogBackedStore:
             proj = await self._cold(log, user_id, session_id, head)
         elif proj.seq < head.seq:
             proj.apply(await log.read_after(user_id, session_id, proj.seq))
+        if proj.seq > head.seq:  # another writer committed after the head was read
+            head = await log.head(user_id, session_id)
+            if proj.seq < head.seq:
+                proj.apply(await log.read_after(user_id, session_id, proj.seq))
         if proj.seq != head.seq:
             raise LogCorrupt(
                 f"user_id={user_id!r} session_id={session_id!r}: the head is at seq {head.seq} "
@@ -140,22 +144,25 @@ class LogBackedStore:
     ) -> Projection:
         proj = Projection(user_id, session_id)
         start = 0
-        with gc_paused():
-            if head.checkpoint_seq:
-                found = await log.read_after(user_id, session_id, head.checkpoint_seq - 1, 1)
-                if not found or found[0].seq != head.checkpoint_seq:
-                    raise LogCorrupt(
-                        f"user_id={user_id!r} session_id={session_id!r}: the head names "
-                        f"checkpoint {head.checkpoint_seq}, which the log does not hold"
-                    )
-                base = found[0].payload.get("base", 0)
-                base = base if type(base) is int and base > 0 else 0
-                start = await self._segments(log, proj, found[0], base)
-            rows = getattr(log, "read_rows_after", None)  # a backend's fast path, if it has one
-            if rows is not None:
-                proj.apply_rows(await rows(user_id, session_id, start))
-            else:
-                proj.apply(await log.read_after(user_id, session_id, start))
+        if head.checkpoint_seq:
+            found = await log.read_after(user_id, session_id, head.checkpoint_seq - 1, 1)
+            if not found or found[0].seq != head.checkpoint_seq:
+                raise LogCorrupt(
+                    f"user_id={user_id!r} session_id={session_id!r}: the head names "
+                    f"checkpoint {head.checkpoint_seq}, which the log does not hold"
+                )
+            base = found[0].payload.get("base", 0)
+            base = base if type(base) is int and base > 0 else 0
+            start = await self._segments(log, proj, found[0], base)
+        rows = getattr(log, "read_rows_after", None)  # a backend's fast path, if it has one
+        if rows is not None:
+            got = await rows(user_id, session_id, start)
+            with gc_paused():  # the objects of a whole history at once: no collection
+                proj.apply_rows(got)
+        else:
+            events = await log.read_after(user_id, session_id, start)
+            with gc_paused():
+                proj.apply(events)
         return proj
 
     async def _segments(self, log: SessionLog, proj: Projection, cp: Any, base: int) -> int:
@@ -175,10 +182,17 @@ class LogBackedStore:
                 f"user_id={proj.user_id!r} session_id={proj.session_id!r}: checkpoint {cp.seq} "
                 f"names a segment covering seq {chain[-1][1]}, past itself"
             )
-        proj.base, proj.covered_to = base, start_of(base)
+        read = []
         for link in chain:
             found = await log.read_after(proj.user_id, proj.session_id, link[0] - 1, 1)
-            apply_segment(proj, found[0] if found else None, link)
+            e = found[0] if found else None
+            if e is not None and e.seq == link[0] and later(e):
+                return start_of(base)  # a segment of a later version: read the commits
+            read.append(e)
+        proj.base, proj.covered_to = base, start_of(base)
+        with gc_paused():
+            for e, link in zip(read, chain, strict=True):
+                apply_segment(proj, e, link)
         proj.seq = proj.covered_to
         return proj.seq
 

@@ -74,6 +74,7 @@ async def test_a_segment_no_checkpoint_names_is_ignored() -> None:
     stray = LogEvent(
         c.SEGMENT,
         {
+            "v": 1,
             "from": 0,
             "to": 2,
             "first": 0,
@@ -121,6 +122,7 @@ async def test_a_segment_whose_records_are_short_fails_closed() -> None:
     seg = LogEvent(
         c.SEGMENT,
         {
+            "v": 1,
             "from": chain[-1][1],
             "to": head.seq,
             "first": sum(link[2] for link in chain),
@@ -261,3 +263,51 @@ def test_segment_messages_is_checked(k: Any) -> None:
             ScriptedModel(["x"]),
             plugin_options={"session-log": {"segment_messages": k}},
         ).build()
+
+
+async def test_a_segment_of_a_version_this_reader_does_not_know_is_read_as_its_commits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A later writer's segment (its range may hold events this reader would have to see):
+    the load reads every commit from the base instead, and rebuilds the same state."""
+    from hookagent_session_log import segments
+
+    monkeypatch.setattr(segments, "SEGMENT_VERSION", 2)
+    log, live = await _recorded()
+    assert (await _newest_checkpoint(log)).payload["segments"]
+    monkeypatch.setattr(segments, "SEGMENT_VERSION", 1)
+    points: list[int] = []
+    read_after = log.read_after
+
+    async def counted(user_id: str, session_id: str, seq: int, limit: int | None = None) -> Any:
+        if limit is None:
+            points.append(seq)
+        return await read_after(user_id, session_id, seq, limit)
+
+    monkeypatch.setattr(log, "read_after", counted)
+    monkeypatch.setattr(log, "read_rows_after", None, raising=False)
+    assert await _cold(log) == live
+    assert points == [0]  # the whole log from the base, not the tail after a segment
+
+
+async def test_a_stretch_that_cannot_be_cut_is_not_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over the byte limit: no segment, the stretch marked, its records not kept; the
+    session still loads cold as it was."""
+    from hookagent_session_log import segments
+
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 10)
+    tried: list[int] = []
+    cut = segments.cut
+
+    def counting(proj: Any, *args: Any) -> Any:
+        tried.append(proj.covered)
+        return cut(proj, *args)
+
+    monkeypatch.setattr("hookagent_session_log.recording.cut", counting)
+    log, live = await _recorded(calls=4)
+    kinds = [e.type for e in await log.read_after("u", "s", 0)]
+    assert c.SEGMENT not in kinds
+    assert tried == [0]  # one try for the stretch from message 0, then never again
+    assert await _cold(log) == live

@@ -207,6 +207,17 @@ class DirCache:
             entry.head, entry.head_id = head, head_id
             return True
 
+    def drop_head(self, fd: int) -> None:
+        """Close the ``head`` held with the leased key directory ``fd`` once a rewrite has
+        replaced it (a format-3 head is its record file's inode: held, it would keep the
+        superseded history on disk), unless another thread leases the directory."""
+        with self._lock:
+            entry = self._leased.get(fd)
+            if entry is None or entry.head < 0 or entry.refs != 1:
+                return
+            os.close(entry.head)
+            entry.head, entry.head_id = -1, (0, 0)
+
     def durable(self, key: tuple[str, ...], fd: int) -> bool:
         """Whether ``key``'s name in its parent is known durable (``fd``: its leased fd)."""
         with self._lock:

@@ -246,6 +246,7 @@ class LocalWrites(LocalReads):
             new = Head(version, gen, count, len(data), head_state, tail=True)
             io.replace_file(kd, HEAD, encode_head_file(new), self.dur, "the head")
             renamed = True
+            self.dirs.drop_head(kd)  # the head held open was the one just replaced
             self.dur.fsync(kd, "the slot directory (head rename)")
         except BaseException:
             if not renamed:

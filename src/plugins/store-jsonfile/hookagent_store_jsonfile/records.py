@@ -159,6 +159,8 @@ def head_length(prefix: bytes, size: int) -> int:
     if len(prefix) < fixed or not prefix.startswith(MAGIC3):
         return size
     meta_len, state_len, _ = _HEAD.unpack_from(prefix, len(MAGIC3))
+    if meta_len > _META_LIMIT or state_len > MAX_STATE_BYTES:
+        return min(size, fixed)  # damaged lengths: the header alone, which decoding refuses
     length: int = fixed + meta_len + state_len
     return min(size, length)
 

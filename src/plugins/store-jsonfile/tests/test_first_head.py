@@ -261,3 +261,19 @@ def test_a_format3_head_says_where_it_ends_at_every_digit_count(state_len: int) 
         head = decode_head_bytes(data, "t")
         assert head.size == len(data) and data[head.start :] == base
         assert head.state == b"x" * state_len and (head.version, head.count) == (1, 4)
+
+
+def test_a_format3_header_with_damaged_lengths_reads_no_more_than_the_header() -> None:
+    """A damaged header must not make a reader take the whole (growing) record file into
+    memory before decoding refuses it."""
+    import struct
+
+    from hookagent.errors import CorruptState
+    from hookagent_store_jsonfile.records import encode_first_file, head_length
+
+    data = bytearray(encode_first_file(1, "abc123", 4, b"y" * 100, b"x" * 10))
+    struct.pack_into(">I", data, len(MAGIC3), 2**31)  # the metadata's length
+    fixed = len(MAGIC3) + 12
+    assert head_length(bytes(data), 10**9) == fixed
+    with pytest.raises(CorruptState):
+        decode_head_bytes(bytes(data), "t")

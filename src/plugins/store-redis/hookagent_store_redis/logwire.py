@@ -21,13 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .lua import Script
 
 KEPT = 8
 """Connections a handle keeps between scripts (more concurrent scripts take more, then
-give the extra back to the pool)."""
+give the extra back to the pool); at most half a bounded pool's ``max_connections``, so
+that the commands that go through redis-py still find a connection."""
 
 
 def bulk(value: bytes) -> bytes:
@@ -81,6 +84,8 @@ class Wire:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
         self.idle: list[Any] = []
+        bound = getattr(pool, "max_connections", None)
+        self.kept = min(KEPT, bound // 2) if type(bound) is int else KEPT
 
     async def run(self, packed: Packed, tail: list[bytes]) -> Any:
         """The script's answer; NOSCRIPT (a restart, a failover, SCRIPT FLUSH) -> EVAL once."""
@@ -100,14 +105,22 @@ class Wire:
         except ResponseError:  # an error reply, read whole: the connection is in step
             await self._keep(conn)
             raise
-        except BaseException:  # lost, timed out or cancelled mid-command: not reusable
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            # lost or timed out: the server restarted, failed over or closed idle clients,
+            # and the idle connections share its fate (the pool's own liveness check is
+            # not run on a held connection): drop them all, the next call connects afresh
+            idle, self.idle = self.idle, []
+            for held in (conn, *idle):
+                await self._drop(held)
+            raise
+        except BaseException:  # cancelled mid-command: this connection is not reusable
             await self._drop(conn)
             raise
         await self._keep(conn)
         return reply
 
     async def _keep(self, conn: Any) -> None:
-        if len(self.idle) < KEPT:
+        if len(self.idle) < self.kept:
             self.idle.append(conn)
         else:
             await self.pool.release(conn)

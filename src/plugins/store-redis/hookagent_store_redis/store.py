@@ -423,15 +423,17 @@ class RedisAgentStateStore(SessionIndex):
         self._seen.pop((user_id, session_id, key))
 
     async def aclose(self) -> None:
-        if self._wire is not None:  # the held connections go back to the pool
-            with translated("close"):
-                await self._wire.aclose()
-        if self._owns_client:
-            with translated("close"):
-                await self.client.aclose()
-            for close in self._on_close:
+        try:
+            if self._wire is not None:  # the held connections go back to the pool
                 with translated("close"):
-                    await close()
+                    await self._wire.aclose()
+        finally:  # the client (and a Sentinel's sockets) are closed whatever happened above
+            if self._owns_client:
+                with translated("close"):
+                    await self.client.aclose()
+                for close in self._on_close:
+                    with translated("close"):
+                        await close()
 
 
 def _seen_args(seen: Seen | None) -> list[Any]:

@@ -41,8 +41,9 @@ class LogReads:
     async def _ready(self) -> LogQueries:
         raise NotImplementedError
 
-    def _raw_reader(self) -> Callable[[str, str, int], Awaitable[list[Any]]] | None:
-        """The driver's own read of ``LogQueries.read(None)`` (after ``_ready``), if any."""
+    def _raw_reader(self) -> Callable[..., Awaitable[list[Any]]] | None:
+        """The driver's own read of ``LogQueries.read(None)`` (after ``_ready``), if any:
+        ``(user_id, session_id, after, one=False)``, ``one`` for ``read(1)``."""
         return None
 
     @staticmethod
@@ -109,14 +110,17 @@ class LogReads:
         )
         if not raw:
             return []
-        head, first, _, data = raw[0]
+        head, first, last, data = raw[0]
         head = int(head)
         if first is not None:
             if first > seq + 1:
                 raise LogCorrupt(f"{where}: seqs {seq + 1}..{first - 1} are missing")
             if type(data) is not bytes:
                 _bad(where)
-            for e in decode_batch(data, int(first), where=where):
+            events = decode_batch(data, int(first), where=where)
+            if int(first) + len(events) - 1 != int(last):
+                raise LogCorrupt(f"{where}: the commit at seq {first} does not match its row")
+            for e in events:
                 if seq < e.seq <= head:
                     return [e]
         if head > seq:

@@ -94,7 +94,7 @@ def view_sql(dialect: str, view: str, messages: str, chunks: str) -> str:
     if dialect in ("mysql", "mariadb"):
         expanded = (
             "SELECT c.user_id, c.slot_hash, c.end_seq - c.n + e.i - 1, e.rec "  # noqa: S608
-            f"FROM {chunks} c, JSON_TABLE(CONCAT('[', REPLACE(c.body, '\\n', ','), ']'), "
+            f"FROM {chunks} c, JSON_TABLE(CONCAT('[', REPLACE(c.body, CHAR(10), ','), ']'), "
             "'$[*]' COLUMNS (i FOR ORDINALITY, rec JSON PATH '$')) AS e"
         )
         return f"CREATE OR REPLACE VIEW {view} (user_id, slot_hash, seq, body) AS {rows} UNION ALL {expanded}"

@@ -293,7 +293,13 @@ class SavePlan:
             # history's unchanged prefix holds them; the slot row is locked by the UPDATE)
             params = {**self._params(), "start": start}
             first = conn.execute(q.straddle, params).scalar()
-            if type(first) is int and 0 <= first < start:
+            if first is not None:  # (a driver's Decimal too; never fail open into a loss)
+                first = int(first)
+                if first < 0:
+                    raise CorruptState(
+                        f"{slot_name(*self.slot)}: a message chunk starts at seq {first}"
+                    )
+            if first is not None and first < start:
                 start = first
                 rows = self._encode(start)
                 params["start"] = start

@@ -275,7 +275,7 @@ class SqlSessionLog(LogReads):
             return None
         return None if row is None else head_of(row)
 
-    def _raw_reader(self) -> Callable[[str, str, int], Awaitable[list[Any]]] | None:
+    def _raw_reader(self) -> Callable[..., Awaitable[list[Any]]] | None:
         if self._pg is not None:
             return self._pg.read
         return None if self._lite is None else self._lite.read

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from itertools import pairwise
 from operator import itemgetter
 from typing import Any
 
@@ -112,15 +113,25 @@ def decode_split(
 ) -> list[Msg]:
     """A whole slot whose chunks the server split (PostgreSQL's cold load): message rows
     ``0 .. m-1`` (any order), then per chunk its end_seq, n and the records found, and all
-    the records in chunk order. Same rules as ``decode_mixed``: the chunks tile ``m ..
-    count-1``, each holding exactly ``n`` records, else ``CorruptState``."""
+    the records, chunk by chunk in the scan's order (which need not be end_seq's: a
+    rewrite's or a create's new row may sit anywhere in the table). Same rules as
+    ``decode_mixed``: the chunks tile ``m .. count-1``, each holding exactly ``n`` records,
+    else ``CorruptState``."""
     ends, ns, ks, recs = split
     m = len(seqs)
     rows = decode_columns(seqs, bodies, 0, m, slot) if m else []
     pos = m
     if not (len(ends) == len(ns) == len(ks)):
         raise CorruptState(f"{slot_name(*slot)}: the load's chunk columns disagree")
+    parts: list[tuple[Any, Any, Any, int]] = []
+    offset = 0
     for end, n, k in zip(ends, ns, ks, strict=True):
+        parts.append((end, n, k, offset))
+        offset += k
+    in_order = all(a[0] < b[0] for a, b in pairwise(parts))
+    if not in_order:
+        parts.sort(key=lambda part: part[0])
+    for end, n, k, _ in parts:
         if n != k:
             raise CorruptState(
                 f"{slot_name(*slot)}: the message chunk ending at {end} says {n} messages but "
@@ -130,7 +141,9 @@ def decode_split(
             break
         pos = end
     else:
-        if pos == count and len(recs) == count - m:
+        if pos == count and offset == len(recs) == count - m:
+            if not in_order:
+                recs = [r for _, _, k, o in parts for r in recs[o : o + k]]
             return [*rows, *decode_bodies(recs, slot)] if rows else decode_bodies(recs, slot)
     raise CorruptState(
         f"{slot_name(*slot)} says {count} messages but its rows and chunks from seq 0 "

@@ -157,7 +157,8 @@ async def _drop_pg(prefix: str) -> None:
     engine = create_async_engine(PG_URL)
     try:
         async with engine.begin() as conn:
-            for suffix in ("messages", "slots", "fences", "schema_migrations"):
+            await conn.exec_driver_sql(f'DROP VIEW IF EXISTS "{prefix}message_rows"')
+            for suffix in ("chunks", "messages", "slots", "fences", "schema_migrations"):
                 await conn.exec_driver_sql(f'DROP TABLE IF EXISTS "{prefix}{suffix}"')
     finally:
         await engine.dispose()

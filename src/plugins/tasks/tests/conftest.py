@@ -73,7 +73,8 @@ async def _drop_postgres(prefix: str) -> None:
 
     conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test")
     try:
-        for suffix in ("messages", "slots", "fences", "schema_migrations"):
+        await conn.execute(f'DROP VIEW IF EXISTS "{prefix}message_rows"')
+        for suffix in ("chunks", "messages", "slots", "fences", "schema_migrations"):
             await conn.execute(f'DROP TABLE IF EXISTS "{prefix}{suffix}" CASCADE')
     finally:
         await conn.close()

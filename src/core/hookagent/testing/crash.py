@@ -26,6 +26,7 @@ from pathlib import Path
 import anyio
 import attrs
 
+from ..errors import VersionConflict
 from ..messages import Msg
 from ..state import AgentState
 from ..store.base import AgentStateStore
@@ -150,6 +151,20 @@ async def _verify(
             raise AssertionError(f"round {round_}: the slot does not load: {exc!r}") from exc
         assert got.version in (acked, flight), (
             f"round {round_}: loaded version {got.version}, acknowledged {acked}"
+        )
+        _check(got.state, got.version, pad)
+        assert got.state is not None
+        got.state.context.append(_message(got.version, pad))
+        try:
+            return await store.save_if_version(USER, SESSION, got.state, got.version)
+        except VersionConflict:
+            if got.version != acked or flight == acked:
+                raise
+        # The killed writer's save in flight was still in the server's hands (its COMMIT
+        # sent before the kill) and landed after this load: it must now be there, whole.
+        got = await store.get_versioned(USER, SESSION)
+        assert got.version == flight, (
+            f"round {round_}: after a conflict, loaded version {got.version}, in flight {flight}"
         )
         _check(got.state, got.version, pad)
         assert got.state is not None

@@ -9,11 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from forkdeath import die_in_child, kill_at
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_jsonfile.layout import id_parts, slot_parts
@@ -75,35 +75,6 @@ def head_bytes(log: Path) -> bytes:
     return data[: decode_head_bytes(data, "t").start]
 
 
-def _die_in_child(patch: Callable[[], None], work: Callable[[], Any]) -> None:
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            patch()
-            work()
-        finally:
-            os._exit(3)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 9  # it died at the planted point
-
-
-def _kill_at(name: str, nth: int) -> Callable[[], None]:
-    """The child's ``nth`` call of ``os.<name>`` is its death (a SIGKILL at that point)."""
-
-    def patch() -> None:
-        real, calls = getattr(os, name), [0]
-
-        def dying(*args: Any, **kwargs: Any) -> Any:
-            calls[0] += 1
-            if calls[0] == nth:
-                os._exit(9)
-            return real(*args, **kwargs)
-
-        setattr(os, name, dying)
-
-    return patch
-
-
 # a new session of a known user: fsyncs 1 record file, 2 temp key directory, 3 user
 # directory, (rename: the commit point), 4 session directory
 POINTS = [("fsync", 1), ("link", 1), ("fsync", 2), ("fsync", 3), ("rename", 1), ("fsync", 4)]
@@ -122,7 +93,7 @@ def test_a_first_save_killed_anywhere_leaves_the_old_state_or_the_new(
         core.save("u", "s", _state("s", "a", "b"), 0, K, None)
 
     # after s1's save: five fsyncs (a fresh instance syncs the root too), one link, one rename
-    _die_in_child(_kill_at(name, nth + (5 if name == "fsync" else 1)), work)
+    die_in_child(kill_at(name, nth + (5 if name == "fsync" else 1)), work)
     core = _core(root)
     got = core.get("u", "s", K)
     committed = (name, nth) == ("fsync", 4)

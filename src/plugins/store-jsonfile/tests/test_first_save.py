@@ -3,12 +3,10 @@ head (which would now read as a lost head), and errors met in a slot name it."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from forkdeath import die_in_child, kill_at
 from hookagent.errors import CorruptState
 from hookagent.messages import Msg
 from hookagent.state import AgentState
@@ -27,32 +25,10 @@ def _state(*texts: str) -> AgentState:
     return state
 
 
-def _die_in_child(patch: Callable[[], None], work: Callable[[], Any]) -> None:
-    """Run ``work`` in a forked child that dies (``os._exit``) where ``patch`` says."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            patch()
-            work()
-        finally:
-            os._exit(3)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 9  # it died at the planted point
-
-
-def _kill_at(name: str) -> Callable[[], None]:
-    """Make the child's next ``os.<name>`` call its death (a SIGKILL at that point)."""
-
-    def patch() -> None:
-        setattr(os, name, lambda *args, **kwargs: os._exit(9))
-
-    return patch
-
-
 def test_a_first_save_killed_before_its_commit_leaves_an_absent_slot(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    _die_in_child(
-        _kill_at("rename"), lambda: _core(root).save("u", "s", _state("a"), 0, "agent_state", None)
+    die_in_child(
+        kill_at("rename"), lambda: _core(root).save("u", "s", _state("a"), 0, "agent_state", None)
     )
     sdir = root.joinpath(*slot_parts("u", "s"))
     left = [p.name for p in sdir.iterdir()]
@@ -71,7 +47,7 @@ def test_a_delete_killed_after_its_commit_leaves_an_absent_slot(tmp_path: Path) 
     core = _core(root)
     core.save("u", "s", _state("a"), 0, "agent_state", None)
     core.save("u", "s", _state("a", "b"), 1, "agent_state", None)
-    _die_in_child(_kill_at("rmdir"), lambda: _core(root).delete("u", "s", "agent_state"))
+    die_in_child(kill_at("rmdir"), lambda: _core(root).delete("u", "s", "agent_state"))
     fresh = _core(root)
     assert fresh.get("u", "s", "agent_state").version == 0
     assert fresh.save("u", "s", _state("c"), 0, "agent_state", None) == 1

@@ -78,6 +78,20 @@ async def sentinel_store(redis_sentinel: SentinelInfo) -> AsyncIterator[RedisAge
         yield store
 
 
+@pytest.fixture(params=["standalone", "sentinel"])
+def held_url(request: pytest.FixtureRequest) -> str:
+    """A URL of each topology whose scripts go on held connections (``logwire``)."""
+    if request.param == "sentinel":
+        return str(request.getfixturevalue("redis_sentinel").url)
+    return STANDALONE
+
+
+@pytest.fixture
+async def held_store(held_url: str) -> AsyncIterator[RedisAgentStateStore]:
+    async with fresh_store(held_url) as store:
+        yield store
+
+
 WORKERS = Path(__file__).with_name("workers.py")
 
 

@@ -17,20 +17,17 @@ from hookagent_store_redis import RedisSessionLog, connect_log
 from hookagent_store_redis import logscripts as ls
 from hookagent_store_redis.logwire import Packed, arg
 from hookagent_store_redis.lua import Script
-from hookagent_store_redis.testing import STANDALONE, delete_prefix, new_prefix
+from hookagent_store_redis.testing import delete_prefix, new_prefix
 
 
 def ev(text: str) -> LogEvent:
     return LogEvent("message/appended", {"text": text}, event_id=f"e-{text}")
 
 
-@pytest.fixture(params=["standalone", "sentinel"])
-async def log(request: pytest.FixtureRequest) -> AsyncIterator[RedisSessionLog]:
-    url = STANDALONE
-    if request.param == "sentinel":
-        url = str(request.getfixturevalue("redis_sentinel").url)
+@pytest.fixture
+async def log(held_url: str) -> AsyncIterator[RedisSessionLog]:
     prefix = new_prefix()
-    opened = connect_log(url, prefix=prefix)
+    opened = connect_log(held_url, prefix=prefix)
     try:
         yield opened
     finally:

@@ -5,8 +5,6 @@ is re-sent and applied once, and a cluster client keeps redis-py's path."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,25 +15,16 @@ from hookagent.state import SCHEMA_VERSION
 from hookagent.store.ids import encode_id
 from hookagent_store_redis import RedisAgentStateStore, connect
 from hookagent_store_redis import store as store_mod
-from hookagent_store_redis.testing import STANDALONE, ClusterInfo, delete_prefix, new_prefix
+from hookagent_store_redis.testing import ClusterInfo, delete_prefix, new_prefix
 
 pytestmark = pytest.mark.anyio
 CLIENT_ID = [b"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n"]
 
 
-@pytest.fixture(params=["standalone", "sentinel"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[RedisAgentStateStore]:
-    url = STANDALONE
-    if request.param == "sentinel":
-        url = str(request.getfixturevalue("redis_sentinel").url)
-    prefix = new_prefix()
-    opened = connect(url, prefix=prefix)
-    try:
-        yield opened
-    finally:
-        with contextlib.suppress(Exception):
-            await delete_prefix(opened.client, prefix)
-        await opened.aclose()
+@pytest.fixture
+def store(held_store: RedisAgentStateStore) -> RedisAgentStateStore:
+    """Standalone and Sentinel (conftest): the store's scripts on held connections."""
+    return held_store
 
 
 def turn(state: AgentState, i: int) -> list[Msg]:

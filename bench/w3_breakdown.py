@@ -6,7 +6,8 @@ Each rep is a fresh process that opens the store and times, in order: the first
 ``get_versioned`` of the W1 session (cold: every message is read and decoded), a second one
 (warm: the store's cache), the first agent call (warm store, but the first call of the
 process), and a second call. It also times ``codec.decode_msg`` over the same messages, so the
-decoding share of the cold load is visible. Does not change the W1 session beyond the calls.
+decoding share of the cold load is visible, and lists the modules first imported inside the
+timed load and the timed first call (a lazy import that the store open did not pay). Does not change the W1 session beyond the calls.
 """
 
 from __future__ import annotations
@@ -19,28 +20,34 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 
-async def child(store: str, n: int) -> dict[str, float]:
+async def child(store: str, n: int) -> dict[str, Any]:
     from bench_agent import make_config, one_call, store_plugins
     from bench_texts import W1_SESSION, W1_USER
     from hookagent.codec import decode_msg, encode_msg
 
     config = make_config(store, plugins=store_plugins())
     kstore = await config.kernel.store()
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
+    before = set(sys.modules)
     s = time.perf_counter()
     got = await kstore.get_versioned(W1_USER, W1_SESSION)
     out["get_cold_ms"] = (time.perf_counter() - s) * 1000
+    after_get = set(sys.modules)
     s = time.perf_counter()
     await kstore.get_versioned(W1_USER, W1_SESSION)
     out["get_warm_ms"] = (time.perf_counter() - s) * 1000
     s = time.perf_counter()
     await one_call(config, W1_USER, W1_SESSION, n)
     out["first_call_ms"] = (time.perf_counter() - s) * 1000
+    # Modules first imported inside the timed window (a lazy import the open did not pay).
+    out["imported_in_get"] = sorted(after_get - before)
+    out["imported_in_first_call"] = sorted(set(sys.modules) - after_get)
     s = time.perf_counter()
     await one_call(config, W1_USER, W1_SESSION, n + 1)
     out["second_call_ms"] = (time.perf_counter() - s) * 1000
@@ -70,9 +77,14 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--child", "--store", a.store, "--n", str(a.n + 2 * r)]
         p = subprocess.run(cmd, capture_output=True, text=True, check=True)
         reps.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    keys = [k for k in reps[0] if k != "messages"]
+    keys = [k for k in reps[0] if isinstance(reps[0][k], float)]
     med = {k: round(statistics.median(r[k] for r in reps), 1) for k in keys}
-    print(json.dumps({"store": a.store, "messages": reps[0]["messages"], "median": med}))
+    imported = {
+        k: sorted({m for r in reps for m in r[k]}) for k in reps[0] if k.startswith("imported_")
+    }
+    print(
+        json.dumps({"store": a.store, "messages": reps[0]["messages"], "median": med, **imported})
+    )
 
 
 if __name__ == "__main__":

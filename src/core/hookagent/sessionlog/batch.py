@@ -21,7 +21,7 @@ import attrs
 import orjson
 
 from .._limits import MAX_DEPTH, _parse, check_depth
-from ..codec import message_doc, msg_from_dict
+from ..codec import gc_paused, message_doc, msg_from_dict
 from ..errors import CorruptState, InvalidState, LogCorrupt, StateTooLarge
 from ..messages import Msg
 from .base import LOG_SCHEMA_VERSION, LogEvent
@@ -163,7 +163,23 @@ def decode_rows(data: bytes | str, first_seq: int, *, where: str = "log") -> lis
     return _decode(data, first_seq, where, None)
 
 
+# A commit this large (a history segment: 256 messages, ~60 KB) is decoded with the cyclic
+# collector paused: its tens of thousands of new objects would otherwise set off full
+# collections over every object the load has built so far (on the Redis log, 20-28 ms of a
+# 4,000-message cold load). The decoded documents hold no reference cycles.
+_BULK_BYTES = 16 * 1024
+
+
 def _decode(data: bytes | str, first_seq: int, where: str, marks: list[int] | None) -> list[Row]:
+    if len(data) < _BULK_BYTES:
+        return _decode_now(data, first_seq, where, marks)
+    with gc_paused():
+        return _decode_now(data, first_seq, where, marks)
+
+
+def _decode_now(
+    data: bytes | str, first_seq: int, where: str, marks: list[int] | None
+) -> list[Row]:
     try:
         # orjson refuses nesting past 1,024 levels; what the projection uses is checked
         # again where it is structured (messages, the checkpoint's state)
@@ -220,6 +236,13 @@ def _decode(data: bytes | str, first_seq: int, where: str, marks: list[int] | No
 def decode_batch(data: bytes | str, first_seq: int, *, where: str = "log") -> list[LogEvent]:
     """The events of a stored commit, numbered from ``first_seq``; ``LogCorrupt`` if the
     bytes are not what ``encode_batch`` writes."""
+    if len(data) < _BULK_BYTES:
+        return _events(data, first_seq, where)
+    with gc_paused():
+        return _events(data, first_seq, where)
+
+
+def _events(data: bytes | str, first_seq: int, where: str) -> list[LogEvent]:
     out: list[LogEvent] = []
     make = object.__new__
     marks: list[int] = []

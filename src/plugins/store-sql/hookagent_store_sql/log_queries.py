@@ -115,11 +115,22 @@ class LogQueries:
         """The head's seq with the commits holding seqs past ``:after`` up to the head, in
         order (one statement, one snapshot); a head with none gives one row of NULLs."""
         h, c = self.t.heads, self.t.commits
+        b = c.alias("b")  # the start of the commit holding after + 1 (``read_sql`` says why)
+        start = (
+            select(func.coalesce(func.max(b.c.first_seq), 0))
+            .where(
+                b.c.user_id == bindparam("u"),
+                b.c.session_id == bindparam("s"),
+                b.c.first_seq <= bindparam("after") + 1,
+            )
+            .scalar_subquery()
+        )
         on = (
             (c.c.user_id == h.c.user_id)
             & (c.c.session_id == h.c.session_id)
             & (c.c.last_seq > bindparam("after"))
             & (c.c.first_seq <= h.c.seq)
+            & (c.c.first_seq >= start)
         )
         stmt = (
             select(h.c.seq, c.c.first_seq, c.c.last_seq, c.c.data)

@@ -51,3 +51,15 @@ def test_a_damaged_large_commit_leaves_the_collector_on() -> None:
     with pytest.raises(Exception, match="commit at seq 1"):
         decode_batch(data[:-2], 1)
     assert gc.isenabled()
+
+
+def test_a_cold_reads_rows_decode_with_the_collector_paused(collector_seen: list[bool]) -> None:
+    """``rows_after`` (a backend's cold read): thousands of small commits at once."""
+    commits, first = [], 1
+    for _ in range(50):
+        commits.append((first, first + 2, commit(3)))
+        first += 3
+    got = batch.rows_after(commits, 0, first - 1)
+    assert [r[0] for r in got] == list(range(1, first))
+    assert collector_seen == [False] * 50
+    assert gc.isenabled()

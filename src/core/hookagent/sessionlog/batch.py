@@ -275,7 +275,15 @@ def rows_after(
     """The rows with ``seq < row seq <= head`` of ``commits`` (first_seq, last_seq, bytes),
     in order from the commit holding ``seq + 1``, with the checks every ``read_after``
     makes: ``LogCorrupt`` on a gap, on a commit whose events are not its recorded seqs, on
-    a head whose commit is missing. A backend's cold-read fast path (``read_rows_after``)."""
+    a head whose commit is missing. A backend's cold-read fast path (``read_rows_after``):
+    thousands of commits at once, decoded with the cyclic collector paused (``_decode``)."""
+    with gc_paused():
+        return _rows_after(commits, seq, head, where)
+
+
+def _rows_after(
+    commits: Iterable[tuple[int, int, bytes]], seq: int, head: int, where: str
+) -> list[Row]:
     out: list[Row] = []
     expect = seq + 1
     started = False

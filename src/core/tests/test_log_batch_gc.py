@@ -63,3 +63,16 @@ def test_a_cold_reads_rows_decode_with_the_collector_paused(collector_seen: list
     assert [r[0] for r in got] == list(range(1, first))
     assert collector_seen == [False] * 50
     assert gc.isenabled()
+
+
+def test_commits_read_as_they_go_are_not_paused_across_the_reads() -> None:
+    """An iterator of commits may do I/O between items: the collector stays on for it."""
+    states: list[bool] = []
+
+    def reading() -> Any:
+        for k in range(3):
+            states.append(gc.isenabled())  # where a backend would read the next commit
+            yield (k * 3 + 1, k * 3 + 3, commit(3))
+
+    got = batch.rows_after(reading(), 0, 9)
+    assert [r[0] for r in got] == list(range(1, 10)) and states == [True] * 3

@@ -276,7 +276,11 @@ def rows_after(
     in order from the commit holding ``seq + 1``, with the checks every ``read_after``
     makes: ``LogCorrupt`` on a gap, on a commit whose events are not its recorded seqs, on
     a head whose commit is missing. A backend's cold-read fast path (``read_rows_after``):
-    thousands of commits at once, decoded with the cyclic collector paused (``_decode``)."""
+    thousands of commits at once, decoded with the cyclic collector paused (``_decode``)
+    when they are already read (a list or tuple); an iterator that reads as it goes (the
+    file log's preads) runs with it on, as the collector is never paused across I/O."""
+    if not isinstance(commits, (list, tuple)):
+        return _rows_after(commits, seq, head, where)
     with gc_paused():
         return _rows_after(commits, seq, head, where)
 

@@ -15,7 +15,10 @@ For a 4,000-message history (the end of W1) it times, side by side:
     SQL text, taken from ``log_fast``/``log_sqlite``; the 4 commits' bytes of a real W1 call,
     recorded on the memory log), same driver, no framework (``floor_event_log``),
   * the store itself: ``save_if_version`` appending 4 messages at 4,000, and a warm and a cold
-    ``get_versioned`` (warm = this instance already holds the history; cold = a new instance).
+    ``get_versioned`` (warm = this instance already holds the history; cold = a new instance),
+  * the store's warm LEGACY call (a warm ``get_versioned``, then ``save_if_version``
+    appending the 4 messages of a W1 call at 4,000) interleaved round by round with the
+    LEGACY floor above on its own tables (``*_interleaved``): the ratio of the same sitting.
 A design that rewrites the whole history pays the first on every call; one that appends pays
 the second. Medians in milliseconds, client CPU (``time.process_time``) beside each in
 ``*_cpu_ms``. Never run in CI; never asserts timings.
@@ -220,6 +223,39 @@ async def sqlite_log_floor(
     return db, call
 
 
+async def pg_check_append(
+    conn: asyncpg.Connection, schema: str, new: list[str]
+) -> tuple[str, Callable[[], Awaitable[None]]]:
+    """The floor of a correct warm call on asyncpg: its tables in ``schema`` (made here), the
+    version check's SQL, and the call (the check, then the checked append's writable CTE)."""
+    await conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {schema}.rows (u text, s text, seq int, body text, "
+        "PRIMARY KEY (u, s, seq))"
+    )
+    await conn.execute(
+        f"CREATE TABLE {schema}.slot (u text, s text, version int8, PRIMARY KEY (u, s))"
+    )
+    await conn.execute(f"INSERT INTO {schema}.slot VALUES ('u', 's', 1)")
+    seq = [10 * HISTORY]
+    checked = (
+        f"WITH up AS (UPDATE {schema}.slot SET version = version + 1 "
+        "WHERE u = 'u' AND s = 's' AND version = $1 RETURNING version), "
+        f"ins AS (INSERT INTO {schema}.rows SELECT 'u', 's', $2 + i - 1, b "
+        "FROM up, unnest($3::text[]) WITH ORDINALITY AS t(b, i)) "
+        "SELECT version FROM up"
+    )
+    check_sql = f"SELECT version FROM {schema}.slot WHERE u = 'u' AND s = 's'"
+
+    async def check_append() -> None:
+        seen = await conn.fetchval(check_sql)
+        base = seq[0]
+        seq[0] += 4
+        if await conn.fetchval(checked, seen, base, new) is None:
+            raise RuntimeError("the floor's checked append lost its version")
+
+    return check_sql, check_append
+
+
 async def pg_raw(dsn: str, iters: int) -> dict[str, Any]:
     msgs = [encode_msg(m).decode() for m in history(HISTORY // 4)]
     doc = "[" + ",".join(msgs) + "]"
@@ -234,29 +270,11 @@ async def pg_raw(dsn: str, iters: int) -> dict[str, Any]:
             "PRIMARY KEY (u, s, seq))"
         )
         await conn.execute(f"INSERT INTO {schema}.blob VALUES (1, $1::jsonb)", doc)
-        await conn.execute(
-            f"CREATE TABLE {schema}.slot (u text, s text, version int8, PRIMARY KEY (u, s))"
-        )
-        await conn.execute(f"INSERT INTO {schema}.slot VALUES ('u', 's', 1)")
+        check_sql, check_append = await pg_check_append(conn, schema, new)
         seq = [HISTORY]
-        checked = (
-            f"WITH up AS (UPDATE {schema}.slot SET version = version + 1 "
-            "WHERE u = 'u' AND s = 's' AND version = $1 RETURNING version), "
-            f"ins AS (INSERT INTO {schema}.rows SELECT 'u', 's', $2 + i - 1, b "
-            "FROM up, unnest($3::text[]) WITH ORDINALITY AS t(b, i)) "
-            "SELECT version FROM up"
-        )
-        check_sql = f"SELECT version FROM {schema}.slot WHERE u = 'u' AND s = 's'"
 
         async def check() -> None:
             await conn.fetchval(check_sql)
-
-        async def check_append() -> None:
-            seen = await conn.fetchval(check_sql)
-            base = seq[0]
-            seq[0] += 4
-            if await conn.fetchval(checked, seen, base, new) is None:
-                raise RuntimeError("the floor's checked append lost its version")
 
         async def rewrite() -> None:
             await conn.execute(f"UPDATE {schema}.blob SET doc = $1::jsonb WHERE id = 1", doc)
@@ -410,6 +428,81 @@ async def through_store(url: str, prefix: str, iters: int) -> dict[str, Any]:
         await store.aclose()
 
 
+async def interleaved(
+    url: str, prefix: str, floor: Callable[[], Awaitable[None]], iters: int
+) -> dict[str, Any]:
+    """The store's warm LEGACY call (warm ``get_versioned``, then ``save_if_version`` of the 4
+    messages of a W1 call, at 4,000) and ``floor``, one of each in turn (as
+    baselines_redis.py's ``interleaved``): medians, ms, and the store's over the floor's."""
+    store = SQLAgentStateStore(url, table_prefix=prefix)
+    try:
+        state = AgentState("s", "u")
+        state.context.extend(history(HISTORY // 4))
+        await store.save_if_version("u", "s", state, 0)
+        await store.get_versioned("u", "s")  # warm: this instance holds the history
+        n = [HISTORY]
+
+        async def call() -> None:
+            got = await store.get_versioned("u", "s")
+            assert got.state is not None
+            got.state.context.extend(call_messages(n[0]))
+            n[0] += 1
+            await store.save_if_version("u", "s", got.state, got.version)
+
+        fns = {"store": call, "floor": floor}
+        wall: dict[str, list[float]] = {k: [] for k in fns}
+        cpu: dict[str, list[float]] = {k: [] for k in fns}
+        for _ in range(iters):
+            for k, fn in fns.items():
+                c, t = time.process_time(), time.perf_counter()
+                await fn()
+                wall[k].append(time.perf_counter() - t)
+                cpu[k].append(time.process_time() - c)
+        out = {f"{k}_ms": med(wall[k]) for k in fns}
+        out.update({f"{k}_cpu_ms": med(cpu[k]) for k in fns})
+        out["store_over_floor"] = round(out["store_ms"] / out["floor_ms"], 2)
+        out["store_over_floor_cpu"] = round(out["store_cpu_ms"] / max(out["floor_cpu_ms"], 1e-3), 2)
+        return out
+    finally:
+        async with store.engine.begin() as conn:
+            await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prefix}message_rows")
+            for t in ("chunks", "messages", "slots", "fences", "schema_migrations"):
+                await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prefix}{t}")
+        await store.aclose()
+
+
+async def pg_interleaved(dsn: str, prefix: str, iters: int) -> dict[str, Any]:
+    new = [encode_msg(m).decode() for m in call_messages(10**6)]
+    schema = f"bsql_{uuid.uuid4().hex[:8]}"
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f"CREATE SCHEMA {schema}")
+        _, floor = await pg_check_append(conn, schema, new)
+        url = dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
+        return await interleaved(url, f"{prefix}i_", floor, iters)
+    finally:
+        await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        await conn.close()
+
+
+async def sqlite_interleaved(tmp: Path, prefix: str, iters: int) -> dict[str, Any]:
+    new = [encode_msg(m).decode() for m in call_messages(10**6)]
+    db = sqlite3.connect(tmp / "floor-i.db", isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(
+            "CREATE TABLE rows (u TEXT, s TEXT, seq INT, body TEXT, PRIMARY KEY (u, s, seq))"
+        )
+        db.execute("CREATE TABLE slot (u TEXT, s TEXT, version INT, PRIMARY KEY (u, s))")
+        db.execute("INSERT INTO slot VALUES ('u', 's', 1)")
+        floor = sqlite_check_append(db, [HISTORY], new)
+        url = f"sqlite+aiosqlite:///{tmp / 'store-i.db'}"
+        return await interleaved(url, prefix, floor, iters)
+    finally:
+        db.close()
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
@@ -421,10 +514,12 @@ async def main() -> None:
     out["postgresql_raw"] = await pg_raw(a.pg, a.iters)
     pg_url = a.pg.replace("postgresql://", "postgresql+asyncpg://", 1)
     out["postgresql_store"] = await through_store(pg_url, prefix, a.iters)
+    out["postgresql_interleaved"] = await pg_interleaved(a.pg, prefix, a.iters)
     with tempfile.TemporaryDirectory(dir=a.sqlite) as tmp:
         out["sqlite_raw"] = await sqlite_raw(Path(tmp) / "raw.db", a.iters)
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'store.db'}"
         out["sqlite_store"] = await through_store(url, prefix, a.iters)
+        out["sqlite_interleaved"] = await sqlite_interleaved(Path(tmp), prefix, a.iters)
     for db in ("postgresql", "sqlite"):  # the store's load + save against both floors
         raw, store = out[f"{db}_raw"], out[f"{db}_store"]
         out[f"{db}_load_and_save_over"] = {

@@ -223,6 +223,16 @@ async def sqlite_log_floor(
     return db, call
 
 
+async def drop_store(store: Any, prefix: str) -> None:
+    """The bench store's tables (migration 4's view first), then the store closed."""
+    async with store.engine.begin() as conn:
+        await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prefix}message_rows")
+        tables = ("chunks", "messages", "slots", "fences", "schema_migrations")
+        for t in (*tables, "log_seals", "log_commits", "log_heads"):  # its migrations make all
+            await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prefix}{t}")
+    await store.aclose()
+
+
 async def pg_check_append(
     conn: asyncpg.Connection, schema: str, new: list[str]
 ) -> tuple[str, Callable[[], Awaitable[None]]]:
@@ -421,11 +431,7 @@ async def through_store(url: str, prefix: str, iters: int) -> dict[str, Any]:
         out["load_cold_4000_ms"] = await timed(cold, max(3, iters // 10))
         return out
     finally:
-        async with store.engine.begin() as conn:
-            await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prefix}message_rows")
-            for t in ("chunks", "messages", "slots", "fences", "schema_migrations"):
-                await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prefix}{t}")
-        await store.aclose()
+        await drop_store(store, prefix)
 
 
 async def interleaved(
@@ -464,11 +470,7 @@ async def interleaved(
         out["store_over_floor_cpu"] = round(out["store_cpu_ms"] / max(out["floor_cpu_ms"], 1e-3), 2)
         return out
     finally:
-        async with store.engine.begin() as conn:
-            await conn.exec_driver_sql(f"DROP VIEW IF EXISTS {prefix}message_rows")
-            for t in ("chunks", "messages", "slots", "fences", "schema_migrations"):
-                await conn.exec_driver_sql(f"DROP TABLE IF EXISTS {prefix}{t}")
-        await store.aclose()
+        await drop_store(store, prefix)
 
 
 async def pg_interleaved(dsn: str, prefix: str, iters: int) -> dict[str, Any]:

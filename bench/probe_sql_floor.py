@@ -28,7 +28,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from baselines_sql import HISTORY, call_messages, history, sqlite_check_append  # noqa: E402
+from baselines_sql import (  # noqa: E402
+    HISTORY,
+    call_messages,
+    history,
+    pg_check_append,
+    sqlite_check_append,
+)
 from hookagent.codec import encode_msg  # noqa: E402
 from hookagent.state import AgentState  # noqa: E402
 from hookagent_store_sql import SQLAgentStateStore  # noqa: E402
@@ -69,31 +75,7 @@ async def pg_floor(n: int, warm: int) -> None:
     conn = await asyncpg.connect(PG)
     try:
         await conn.execute(f"CREATE SCHEMA {schema}")
-        await conn.execute(
-            f"CREATE TABLE {schema}.rows (u text, s text, seq int, body text, "
-            "PRIMARY KEY (u, s, seq))"
-        )
-        await conn.execute(
-            f"CREATE TABLE {schema}.slot (u text, s text, version int8, PRIMARY KEY (u, s))"
-        )
-        await conn.execute(f"INSERT INTO {schema}.slot VALUES ('u', 's', 1)")
-        seq = [HISTORY]
-        checked = (
-            f"WITH up AS (UPDATE {schema}.slot SET version = version + 1 "
-            "WHERE u = 'u' AND s = 's' AND version = $1 RETURNING version), "
-            f"ins AS (INSERT INTO {schema}.rows SELECT 'u', 's', $2 + i - 1, b "
-            "FROM up, unnest($3::text[]) WITH ORDINALITY AS t(b, i)) "
-            "SELECT version FROM up"
-        )
-        check_sql = f"SELECT version FROM {schema}.slot WHERE u = 'u' AND s = 's'"
-
-        async def check_append() -> None:
-            seen = await conn.fetchval(check_sql)
-            base = seq[0]
-            seq[0] += 4
-            if await conn.fetchval(checked, seen, base, new) is None:
-                raise RuntimeError("the floor's checked append lost its version")
-
+        _, check_append = await pg_check_append(conn, schema, new)
         for _ in range(warm + n):
             await check_append()
     finally:

@@ -144,6 +144,16 @@ BUGGY = textwrap.dedent(
                 return [e for e in events if seq < e.seq <= s.head.seq][:limit]
 
 
+    class CommitAfterTheOne(InMemorySessionLog):
+        '''(10) read_commit_after hands back the commit after the one holding seq + 1.'''
+
+        async def read_commit_after(self, user_id, session_id, seq):
+            head, commit = await super().read_commit_after(user_id, session_id, seq)
+            if commit is None:
+                return head, commit
+            return await super().read_commit_after(user_id, session_id, commit[1])
+
+
     class Hooks(SessionLogConformance):
         lease_short = 0.15
 
@@ -177,6 +187,7 @@ BUGGY = textwrap.dedent(
     TestAcquireCheckThenSet = suite(AcquireCheckThenSet)
     TestCommitCheckThenSet = suite(CommitCheckThenSet)
     TestShortHistory = suite(ShortHistory)
+    TestCommitAfterTheOne = suite(CommitAfterTheOne)
     TestReference = suite(InMemorySessionLog)
 
 
@@ -222,6 +233,9 @@ CAUGHT: dict[str, set[str]] = {
     "ShortHistory": {
         "test_a_head_past_its_commits_fails_closed",
     },
+    "CommitAfterTheOne": {
+        "test_read_commit_after_is_a_point_read",
+    },
 }
 HOOKED = {
     "test_a_commit_through_one_handle_is_read_through_another",
@@ -236,6 +250,8 @@ HOOKED = {
     "test_nothing_past_the_head_is_read",
     "test_read_rows_after_never_reads_an_orphan",
     "test_read_rows_after_fails_closed_where_read_after_does",
+    "test_read_commit_after_never_reads_an_orphan",
+    "test_read_commit_after_fails_closed_where_read_after_does",
 }
 
 

@@ -26,6 +26,7 @@ from .batch import (
     decode_batch,
     decode_rows,
     encode_batch,
+    point_read,
     rows_after,
 )
 from .memory import InMemorySessionLog
@@ -59,6 +60,7 @@ __all__ = [
     "open_session_log",
     "plan_acquire",
     "plan_commit",
+    "point_read",
     "rows_after",
     "session_log_registration",
 ]

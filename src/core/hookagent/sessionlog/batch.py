@@ -312,6 +312,30 @@ def _rows_after(
     return out
 
 
+def point_read(
+    head: int, commit: tuple[int, int, bytes] | None, seq: int, *, where: str = "log"
+) -> list[LogEvent]:
+    """``read_after(seq, 1)`` from what a backend's ``read_commit_after(seq)`` returned: the
+    head's seq and the raw commit holding ``seq + 1`` (first_seq, last_seq, bytes; None if
+    it has none), with ``read_after``'s checks: ``LogCorrupt`` on a gap before ``seq + 1``,
+    on a commit whose events are not its recorded seqs, on a head whose commit is missing.
+    A commit past the head (an orphan) is never read. Decoding apart from the read lets a
+    cold load read every segment first and decode them in one pause of the collector."""
+    if commit is not None and commit[0] <= head:
+        first, last, data = commit
+        if first > seq + 1:
+            raise LogCorrupt(f"{where}: seqs {seq + 1}..{first - 1} are missing")
+        events = decode_batch(data, first, where=where)
+        if first + len(events) - 1 != last:
+            raise LogCorrupt(f"{where}: the commit at seq {first} does not match its record")
+        for e in events:
+            if seq < e.seq <= head:
+                return [e]
+    if head > seq:
+        raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
+    return []
+
+
 def batch_has_checkpoint(events: Sequence[LogEvent], first_seq: int, kind: str) -> int:
     """The seq of the last event of type ``kind`` in the batch, or 0."""
     for i in range(len(events) - 1, -1, -1):

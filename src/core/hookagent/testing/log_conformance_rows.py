@@ -1,10 +1,16 @@
-"""The conformance checks of a backend's optional cold-read fast path, ``read_rows_after``.
+"""The conformance checks of a backend's optional cold-read fast paths, ``read_rows_after``
+and ``read_commit_after``.
 
 A backend may offer ``read_rows_after(user_id, session_id, seq)``: what ``read_after(seq)``
 returns, as ``hookagent.sessionlog.Row`` tuples (a cold projection applies them without
 building ``LogEvent`` envelopes). It must be ``read_after`` exactly: the same events, never
 an orphan, and ``LogCorrupt`` where ``read_after`` fails closed. Without the method these
 checks are skipped as "not run: ...".
+
+A backend may offer ``read_commit_after(user_id, session_id, seq)``: the head's seq and the
+raw commit holding ``seq + 1`` (first_seq, last_seq, bytes; None if it has none), so that
+``hookagent.sessionlog.point_read`` of it is ``read_after(seq, 1)`` exactly: the same event,
+never an orphan, ``LogCorrupt`` where ``read_after(seq, 1)`` fails closed.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from ..codec import message_doc, msg_from_dict
 from ..errors import LogCorrupt
 from ..messages import Msg, TextBlock, ToolResultBlock
 from ..sessionlog.base import LogEvent, SessionLog
+from ..sessionlog.batch import point_read
 from .log_conformance_hooks import LONG, LogHooks, batch, written
 
 NOT_RUN_ROWS = "not run: the backend has no read_rows_after (an optional fast path)"
+NOT_RUN_COMMIT = "not run: the backend has no read_commit_after (an optional fast path)"
 
 
 def as_rows(events: Sequence[LogEvent]) -> list[tuple[Any, ...]]:
@@ -47,6 +55,26 @@ def _rows(log: SessionLog) -> Any:
     if read is None:
         pytest.skip(NOT_RUN_ROWS)
     return read
+
+
+def _commit_reader(log: SessionLog) -> Any:
+    read = getattr(log, "read_commit_after", None)
+    if read is None:
+        pytest.skip(NOT_RUN_COMMIT)
+
+    async def point(user_id: str, session_id: str, seq: int) -> list[LogEvent]:
+        head, commit = await read(user_id, session_id, seq)
+        return point_read(head, commit, seq, where="conformance")
+
+    return point
+
+
+async def _outcome(read: Any, *args: Any) -> Any:
+    """What a read returns as rows, or ``LogCorrupt`` (the type) if it fails closed."""
+    try:
+        return as_rows(await read(*args))
+    except LogCorrupt:
+        return LogCorrupt
 
 
 class RowsLogConformance(LogHooks):
@@ -99,3 +127,42 @@ class RowsLogConformance(LogHooks):
         for after in (0, 1, 2):
             with pytest.raises(LogCorrupt):
                 await rows("u", "s", after)
+
+    async def test_read_commit_after_is_a_point_read(self, log: SessionLog) -> None:
+        point = _commit_reader(log)
+        writer = await written(log, "u", "s", 1, 3)
+        mixed = [
+            LogEvent("acme/note", {"n": [1, {"x": None}]}, False, None, "t2", occurred_at=3.25),
+            LogEvent("message/appended", {"m": Msg.user("hi")}, True, "r1", "t1", occurred_at=4.0),
+        ]
+        await log.commit(writer, "mixed", 4, mixed)
+        for after in range(8):
+            got = as_rows(await point("u", "s", after))
+            want = as_rows(await log.read_after("u", "s", after, 1))
+            assert got == want, f"read_commit_after({after}) != read_after({after}, 1)"
+        assert msg_from_dict((await point("u", "s", 5))[0].payload["m"]).text == "hi"
+        assert await point("u", "never", 0) == []
+
+    async def test_read_commit_after_never_reads_an_orphan(self, log: SessionLog) -> None:
+        point = _commit_reader(log)
+        await written(log, "u", "s", 2)
+        await self.orphan(log, "u", "s", "orphan", batch("orphan", 3))
+        assert [e.seq for e in await point("u", "s", 1)] == [2]
+        assert await point("u", "s", 2) == []
+        await log.acquire("u", "fresh", "w", LONG)
+        await self.orphan(log, "u", "fresh", "first", batch("first", 1))
+        assert await point("u", "fresh", 0) == []
+
+    async def test_read_commit_after_fails_closed_where_read_after_does(
+        self, log: SessionLog
+    ) -> None:
+        point = _commit_reader(log)
+        writer = await written(log, "u", "s", 2)
+        await self.bad_head(log, "u", "s", 4)  # the head past its commits
+        for after in (2, 3):
+            with pytest.raises(LogCorrupt):
+                await point("u", "s", after)
+        await log.commit(writer, "b1", 4, batch("b1", 1))  # seqs 3..4 missing under it
+        for after in range(7):
+            want = await _outcome(log.read_after, "u", "s", after, 1)
+            assert await _outcome(point, "u", "s", after) == want, f"after={after}"

@@ -21,10 +21,12 @@ from hookagent import AgentState, loading_run_context
 from hookagent.errors import LogCorrupt, OwnerSealed, StoreConfigurationError, VersionConflict
 from hookagent.messages import new_id
 from hookagent.sessionlog import (
+    LogEvent,
     LogHead,
     LogWriter,
     SessionLog,
     open_session_log,
+    point_read,
     session_log_registration,
 )
 from hookagent.store.base import (
@@ -41,6 +43,7 @@ from hookagent.store.ids import (
     check_page_limit,
     check_slot,
     check_state_slot,
+    slot_name,
 )
 
 from . import catalogue as c
@@ -48,7 +51,7 @@ from .errors import AdminRefused, RunAlreadyRecorded, UncertainToolCalls
 from .heartbeat import HEARTBEAT
 from .projection import Projection, gc_paused
 from .recording import Recording
-from .segments import SEGMENT_MESSAGES, apply_segment, chain_of, later, start_of
+from .segments import SEGMENT_MESSAGES, Link, apply_segment, chain_of, later, start_of
 
 ADMIN_LEASE = 30.0
 LIVE: weakref.WeakValueDictionary[tuple[str, str, str | None], Recording] = (
@@ -182,17 +185,33 @@ class LogBackedStore:
                 f"user_id={proj.user_id!r} session_id={proj.session_id!r}: checkpoint {cp.seq} "
                 f"names a segment covering seq {chain[-1][1]}, past itself"
             )
+        raw = getattr(log, "read_commit_after", None)  # a backend's fast path, if it has one
+        if raw is not None:  # every segment read first, then decoded in one pause
+            got = [await raw(proj.user_id, proj.session_id, link[0] - 1) for link in chain]
+            where = slot_name(proj.user_id, proj.session_id, "log")
+            with gc_paused():
+                found = [
+                    point_read(head, commit, k[0] - 1, where=where)
+                    for (head, commit), k in zip(got, chain, strict=True)
+                ]
+                return self._apply_segments(proj, found, chain, base)
+        found = [await log.read_after(proj.user_id, proj.session_id, k[0] - 1, 1) for k in chain]
+        with gc_paused():
+            return self._apply_segments(proj, found, chain, base)
+
+    @staticmethod
+    def _apply_segments(
+        proj: Projection, found: list[list[LogEvent]], chain: list[Link], base: int
+    ) -> int:
         read = []
-        for link in chain:
-            found = await log.read_after(proj.user_id, proj.session_id, link[0] - 1, 1)
-            e = found[0] if found else None
+        for got, link in zip(found, chain, strict=True):
+            e = got[0] if got else None
             if e is not None and e.seq == link[0] and later(e):
                 return start_of(base)  # a segment of a later version: read the commits
             read.append(e)
         proj.base, proj.covered_to = base, start_of(base)
-        with gc_paused():
-            for e, link in zip(read, chain, strict=True):
-                apply_segment(proj, e, link)
+        for e, link in zip(read, chain, strict=True):
+            apply_segment(proj, e, link)
         proj.seq = proj.covered_to
         return proj.seq
 

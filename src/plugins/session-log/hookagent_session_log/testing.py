@@ -3,7 +3,9 @@
 ``check_segmented_cold_load(log)`` records calls with tools on ``log`` with small segments
 (K=4), then loads the session in a fresh store (a cold load: the newest checkpoint, the
 segments it names, the commits after them) and compares it with the live state and with
-a load that ignores segments (every commit from the base, what an older reader does).
+a load that ignores segments (every commit from the base, what an older reader does). A
+backend with ``read_rows_after`` or ``read_commit_after`` must have had its cold load read
+through them.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ async def check_segmented_cold_load(
     chain = cp.payload.get("segments") or []
     assert chain, "no segment was cut"
     reads: list[int] = []
+    points: list[int] = []
 
     class Counting:
         """The log, with the seqs its cold reads start after."""
@@ -62,19 +65,29 @@ async def check_segmented_cold_load(
         locality = log.locality
 
         def __getattr__(self, name: str) -> Any:
-            return getattr(log, name)
+            got = getattr(log, name)
+            if name == "read_commit_after":
+
+                async def read_commit_after(u: str, s: str, seq: int) -> Any:
+                    points.append(seq)
+                    return await got(u, s, seq)
+
+                return read_commit_after
+            return got
 
         async def read_rows_after(self, u: str, s: str, seq: int) -> Any:
             reads.append(seq)
             return await log.read_rows_after(u, s, seq)  # type: ignore[attr-defined]
 
-    fresh = LogBackedStore(Counting() if hasattr(log, "read_rows_after") else log)
+    fresh = LogBackedStore(Counting())
     state = (await fresh.get_versioned(user_id, session_id)).state
     assert state is not None
     cold = encode_state(state)
     assert cold == live
-    if reads:
+    if hasattr(log, "read_rows_after"):
         assert reads == [chain[-1][1]], (reads, chain)  # only the commits past the segments
+    if hasattr(log, "read_commit_after"):  # each segment read once, undecoded
+        assert points == [link[0] - 1 for link in chain], (points, chain)
     every = (await SessionLogAdmin(log).project(user_id, session_id)).state()  # no segments
     assert encode_state(every) == live
     kinds = [e.type for e in await log.read_after(user_id, session_id, 0)]

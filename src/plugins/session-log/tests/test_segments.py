@@ -28,6 +28,48 @@ async def test_a_segmented_session_loads_cold_as_it_was() -> None:
     assert seen["segments"] == seen["segment_events"] == 8
 
 
+async def test_a_cold_load_reads_every_segment_before_decoding_them_in_one_pause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decoded between reads, each segment's objects are promoted by a collection of their
+    own until a full collection of the heap runs inside the load; read first, decoded
+    together, they are not. The collector is never paused across a read."""
+    import gc
+
+    from hookagent_session_log import store as store_mod
+
+    log, live = await _recorded(calls=9)
+    steps: list[tuple[str, bool]] = []
+
+    class Reading:
+        locality = log.locality
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(log, name)
+
+        async def read_commit_after(self, u: str, s: str, seq: int) -> Any:
+            steps.append(("read", gc.isenabled()))
+            return await log.read_commit_after(u, s, seq)
+
+    real_point, real_apply = store_mod.point_read, store_mod.apply_segment
+
+    def point_read(*args: Any, **kw: Any) -> Any:
+        steps.append(("decode", gc.isenabled()))
+        return real_point(*args, **kw)
+
+    def apply_segment(*args: Any) -> None:
+        steps.append(("apply", gc.isenabled()))
+        real_apply(*args)
+
+    monkeypatch.setattr(store_mod, "point_read", point_read)
+    monkeypatch.setattr(store_mod, "apply_segment", apply_segment)
+    assert await _cold(Reading()) == live
+    n = sum(1 for kind, _ in steps if kind == "read")
+    assert n >= 4, steps
+    assert steps[:n] == [("read", True)] * n  # every read first, the collector on
+    assert steps[n:] == [("decode", False)] * n + [("apply", False)] * n
+
+
 async def _recorded(k: int = 4, calls: int = 5) -> tuple[InMemorySessionLog, bytes]:
     log = InMemorySessionLog()
     agent = _config(log, k).build()

@@ -372,6 +372,11 @@ class FsspecLogCore:
     ) -> list[LogEvent]:
         return logremoteread.read_after(self, user_id, session_id, seq, limit)
 
+    def read_commit(
+        self, user_id: str, session_id: str, seq: int
+    ) -> tuple[int, tuple[int, int, bytes] | None]:
+        return logremoteread.read_commit(self, user_id, session_id, seq)
+
     def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
         return logremoteread.list_page(self, user_id, limit, cursor)
 

@@ -11,6 +11,7 @@ incarnation, so a later commit at that seq can only be made after every earlier 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from hookagent.errors import LogCorrupt
@@ -44,44 +45,10 @@ def bucket_of(core: FsspecLogCore, spath: str, cur: Cur, bucket: int) -> list[tu
 def read_after(
     core: FsspecLogCore, user_id: str, session_id: str, seq: int, limit: int | None
 ) -> list[LogEvent]:
-    spath, where = core.spath(user_id, session_id), slot_name(user_id, session_id, "log")
-    cur = core.latest(spath, where)
-    head = cur.head.seq
-    if head <= seq:
-        return []
-    top = low = (seq + 1) // BUCKET  # the buckets listed: low..top
-    chain = bucket_of(core, spath, cur, top)
-    while low > 0 and not (chain and chain[0][0] <= seq + 1):  # the commit holding seq+1
-        low -= 1
-        chain = bucket_of(core, spath, cur, low) + chain
-    starts = [f for f, _ in chain]
-    i = 0
-    while i + 1 < len(starts) and starts[i + 1] <= seq + 1:
-        i += 1
+    where = slot_name(user_id, session_id, "log")
+    head, commits = _commits(core, user_id, session_id, seq, where)
     out: list[LogEvent] = []
-    expect = seq + 1  # the commit holding it, unless the seqs before it are missing
-    if i < len(chain) and chain[i][0] <= expect:
-        expect = chain[i][0]
-    while True:
-        if i >= len(chain):
-            top += 1
-            if top > head // BUCKET:
-                break
-            chain += bucket_of(core, spath, cur, top)
-            continue
-        first, v = chain[i]
-        i += 1
-        if first > head:
-            break  # an orphan: never read
-        if first != expect:
-            raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
-        got = core._commit_at(spath, cur, first, v, where)
-        if got is None:
-            raise LogCorrupt(f"{where}: the commit at seq {first} (version {v}) is missing")
-        meta, data = got
-        if meta["f"] != first:
-            raise LogCorrupt(f"{where}: commit c{first:016d}.{v:016d} holds seq {meta['f']}")
-        expect = int(meta["l"]) + 1
+    for first, _, data in commits:
         for e in decode_batch(data, first, where=where):
             if seq < e.seq <= head:
                 out.append(e)
@@ -91,6 +58,64 @@ def read_after(
     if short and head > seq and (not out or out[-1].seq != head):
         raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
     return out
+
+
+def read_commit(
+    core: FsspecLogCore, user_id: str, session_id: str, seq: int
+) -> tuple[int, tuple[int, int, bytes] | None]:
+    """(head seq, the commit holding ``seq + 1`` or None): ``read_after(seq, 1)`` undecoded."""
+    head, commits = _commits(core, user_id, session_id, seq, slot_name(user_id, session_id, "log"))
+    return head, next(commits, None)
+
+
+def _commits(
+    core: FsspecLogCore, user_id: str, session_id: str, seq: int, where: str
+) -> tuple[int, Iterator[tuple[int, int, bytes]]]:
+    """The head's seq, and (first, last, bytes) of the commits it reaches from the one
+    holding ``seq + 1``, read as they are iterated; ``LogCorrupt`` on a gap or a missing
+    commit file."""
+    spath = core.spath(user_id, session_id)
+    cur = core.latest(spath, where)
+    head = cur.head.seq
+    return head, _iter(core, spath, cur, seq, head, where) if head > seq else iter(())
+
+
+def _iter(
+    core: FsspecLogCore, spath: str, cur: Cur, seq: int, head: int, where: str
+) -> Iterator[tuple[int, int, bytes]]:
+    top = low = (seq + 1) // BUCKET  # the buckets listed: low..top
+    chain = bucket_of(core, spath, cur, top)
+    while low > 0 and not (chain and chain[0][0] <= seq + 1):  # the commit holding seq+1
+        low -= 1
+        chain = bucket_of(core, spath, cur, low) + chain
+    starts = [f for f, _ in chain]
+    i = 0
+    while i + 1 < len(starts) and starts[i + 1] <= seq + 1:
+        i += 1
+    expect = seq + 1  # the commit holding it, unless the seqs before it are missing
+    if i < len(chain) and chain[i][0] <= expect:
+        expect = chain[i][0]
+    while True:
+        if i >= len(chain):
+            top += 1
+            if top > head // BUCKET:
+                return
+            chain += bucket_of(core, spath, cur, top)
+            continue
+        first, v = chain[i]
+        i += 1
+        if first > head:
+            return  # an orphan: never read
+        if first != expect:
+            raise LogCorrupt(f"{where}: seqs {expect}..{first - 1} are missing")
+        got = core._commit_at(spath, cur, first, v, where)
+        if got is None:
+            raise LogCorrupt(f"{where}: the commit at seq {first} (version {v}) is missing")
+        meta, data = got
+        if meta["f"] != first:
+            raise LogCorrupt(f"{where}: commit c{first:016d}.{v:016d} holds seq {meta['f']}")
+        expect = int(meta["l"]) + 1
+        yield first, int(meta["l"]), data
 
 
 def list_page(core: FsspecLogCore, user_id: str, limit: int, cursor: str | None) -> SessionPage:

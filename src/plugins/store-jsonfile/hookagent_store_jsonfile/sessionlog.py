@@ -129,6 +129,18 @@ class _Face:
         )
         return out
 
+    async def read_commit_after(
+        self, user_id: str, session_id: str, seq: int
+    ) -> tuple[int, tuple[int, int, bytes] | None]:
+        """``read_after(seq, 1)`` undecoded (``point_read`` decodes it): the head's seq and
+        the commit holding ``seq + 1``."""
+        check_session(user_id, session_id)
+        check_after(seq, 1)
+        got: tuple[int, tuple[int, int, bytes] | None] = await self._run(
+            self._core.read_commit, user_id, session_id, seq
+        )
+        return got
+
     async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[Row]:
         """``read_after(seq)`` as ``Row`` tuples (a cold projection's fast path; on fsspec
         they are made from ``read_after``'s events)."""

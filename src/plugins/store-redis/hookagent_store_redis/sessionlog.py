@@ -419,6 +419,28 @@ class RedisSessionLog:
             add((int(f), int(last), blob))
         return rows_after(commits, seq, head, where=where)
 
+    async def read_commit_after(
+        self, user_id: str, session_id: str, seq: int
+    ) -> tuple[int, tuple[int, int, bytes] | None]:
+        """``read_after(seq, 1)`` undecoded (``point_read`` decodes it): the head's seq and
+        the commit holding ``seq + 1``, the same one script and record check."""
+        check_session(user_id, session_id)
+        check_after(seq, 1)
+        where = slot_name(user_id, session_id, "log")
+        keys = self._keys(user_id, session_id)[:4]
+        res = await self._run(ls.READ, keys, [min(seq, MAX_EXACT), 1], "read", where)
+        head, n = _head(res[1:7], where).seq, int(res[7])
+        if not n:
+            return head, None
+        f, record, blob = res[8], res[9], res[10]
+        if blob is None or record is None:
+            raise LogCorrupt(f"{where}: the commit at seq {_s(f)} is missing")
+        blob = _b(blob)
+        last, digest = (*_s(record).split(" ", 2), "")[:2]
+        if not last.isdigit() or digest != batch_digest(blob):
+            raise LogCorrupt(f"{where}: the commit at seq {_s(f)} does not match its record")
+        return head, (int(f), int(last), blob)
+
     # ------------------------------------------------------------------ listing, delete
 
     async def list_session_ids(

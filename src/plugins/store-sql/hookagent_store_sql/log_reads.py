@@ -127,6 +127,35 @@ class LogReads:
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return []
 
+    async def read_commit_after(
+        self, user_id: str, session_id: str, seq: int
+    ) -> tuple[int, tuple[int, int, bytes] | None]:
+        """``read_after(seq, 1)`` undecoded (``point_read`` decodes it): the head's seq and
+        the commit holding ``seq + 1``, the same statement."""
+        check_session(user_id, session_id)
+        check_after(seq, 1)
+        q = await self._ready()
+        what = self._what("read_after", user_id, session_id)
+        where = slot_name(user_id, session_id, "log")
+        reader = self._raw_reader()
+        if reader is not None:
+            raw: list[Any] = await self._retry.read_with(
+                what, lambda: reader(user_id, session_id, seq, True)
+            )
+            rows = [(h, f, n, d) for h, f, n, d in raw]
+        else:
+            stmt, params = q.read(1), {"u": user_id, "s": session_id, "after": seq}
+            got = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
+            rows = [(r.seq, r.first_seq, r.last_seq, r.data) for r in got]
+        if not rows:
+            return 0, None
+        head, first, last, data = rows[0]
+        if first is None:
+            return int(head), None
+        if type(data) is not bytes:
+            data = bytes(data) if isinstance(data, (bytearray, memoryview)) else _bad(where)
+        return int(head), (int(first), int(last), data)
+
     async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[EventRow]:
         """``read_after(seq)`` as ``Row`` tuples: the same statement and checks (a cold
         projection's fast path, no envelope objects)."""

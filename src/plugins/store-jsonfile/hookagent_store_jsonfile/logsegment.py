@@ -44,6 +44,7 @@ import attrs
 import orjson
 from hookagent.errors import LogCorrupt
 
+from . import logindex
 from . import posixio as io
 from .logfiles import COMMIT_MAGIC, SLOT, decode_commit_file, flat_json
 from .logtree import Session
@@ -90,6 +91,9 @@ class Index:
     batches: dict[str, tuple[int, int, str, int]] = attrs.Factory(dict)
     """batch_id -> (first, last, digest, offset) of the newest record holding it."""
     sealed: set[str] = attrs.Factory(set)
+    cached: int = 0
+    """How many of these records the cache file (``logindex``) holds, as this handle last
+    read or wrote it."""
 
 
 def index(ses: Session, doc: Doc, where: str) -> Index:
@@ -104,7 +108,8 @@ def _extend(ses: Session, doc: Doc, where: str) -> tuple[Index, int, bytes | Non
     end = int(doc["end"])
     idx: Index | None = ses.seg
     if idx is None or idx.life != doc["life"] or idx.end > end:
-        idx = Index(str(doc["life"]))  # new incarnation, or a head that went back: rescan
+        # new incarnation, or a head that went back: from the cache if it agrees, else rescan
+        idx = _cached(ses, doc, end, where) or Index(str(doc["life"]))
     base, buf = idx.end, None
     if base < end:
         buf = io.pread_exact(ses.hd, end - base, base)
@@ -130,8 +135,38 @@ def _extend(ses: Session, doc: Doc, where: str) -> tuple[Index, int, bytes | Non
             prev = first
             at += size
         idx.end = end
+        _keep(ses, idx)
     ses.seg = idx
     return idx, base, buf
+
+
+def _cached(ses: Session, doc: Doc, end: int, where: str) -> Index | None:
+    """The index the cache file holds, if it passes ``logindex``'s checks against this
+    head and its last record is where it says, with its seqs; else None (scan them all)."""
+    raw = logindex.read(ses.sd)
+    got = None if raw is None else logindex.decode(raw, str(doc["life"]), START, end)
+    if got is None:
+        return None
+    starts, offsets, lasts = got["starts"], got["offsets"], got["lasts"]
+    if starts:
+        off, stop = offsets[-1], got["end"]
+        buf = io.pread_exact(ses.hd, stop - off, off)
+        try:
+            size, meta = _header(buf, 0, where, off)
+        except LogCorrupt:
+            return None
+        if size != stop - off or meta["f"] != starts[-1] or meta["l"] != lasts[-1]:
+            return None
+    return Index(
+        str(doc["life"]), got["end"], starts, offsets, lasts, got["batches"], got["sealed"],
+        cached=len(starts),
+    )  # fmt: skip
+
+
+def _keep(ses: Session, idx: Index) -> None:
+    """Write the cache file when this handle has indexed ``EVERY`` records past it."""
+    if len(idx.starts) - idx.cached >= logindex.EVERY and logindex.write(ses.sd, idx):
+        idx.cached = len(idx.starts)
 
 
 def _header(buf: bytes, at: int, where: str, off: int) -> tuple[int, Doc]:
@@ -242,4 +277,5 @@ def note(ses: Session, idx: Index, first: int, last: int, batch_id: str, digest:
     if seal is not None:
         idx.sealed.add(seal)
     idx.end = end
+    _keep(ses, idx)
     ses.seg = idx

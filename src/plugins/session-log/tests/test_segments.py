@@ -28,6 +28,23 @@ async def test_a_segmented_session_loads_cold_as_it_was() -> None:
     assert seen["segments"] == seen["segment_events"] == 8
 
 
+async def test_a_backend_without_the_fast_paths_loads_cold_as_it_was() -> None:
+    """``read_rows_after`` and ``read_commit_after`` are optional: without them a cold
+    load takes ``read_after`` (and the check a backend's tests run still passes)."""
+    inner = InMemorySessionLog()
+
+    class Plain:
+        locality = inner.locality
+
+        def __getattr__(self, name: str) -> Any:
+            if name in ("read_rows_after", "read_commit_after"):
+                raise AttributeError(name)
+            return getattr(inner, name)
+
+    seen = await check_segmented_cold_load(Plain())  # type: ignore[arg-type]
+    assert seen["segments"] == 8
+
+
 async def test_a_cold_load_reads_every_segment_before_decoding_them_in_one_pause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

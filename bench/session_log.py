@@ -5,8 +5,7 @@
     python bench/session_log.py --backend redis --backend postgresql --calls 1000 --w3-reps 3
 
 The two modes run back to back per backend, in alternating blocks of 50 calls (W3: its reps
-alternate too), so that a
-change of the machine's load hits both. Each row records the load average, the process
+alternate too), so that a change of the machine's load hits both. Each row records the load average, the process
 CPU over wall, and the windows of process CPU per call (``cpu``, ``cpu_log_over_legacy_*``:
 on a loaded machine the figure that still means something). Never asserts timings (see bench/README.md for the figures).
 """

@@ -145,13 +145,12 @@ BUGGY = textwrap.dedent(
 
 
     class CommitAfterTheOne(InMemorySessionLog):
-        '''(10) read_commit_after hands back the commit after the one holding seq + 1.'''
+        '''(10) read_commits_after hands back the commit after the one holding seq + 1.'''
 
-        async def read_commit_after(self, user_id, session_id, seq):
-            head, commit = await super().read_commit_after(user_id, session_id, seq)
-            if commit is None:
-                return head, commit
-            return await super().read_commit_after(user_id, session_id, commit[1])
+        async def read_commits_after(self, user_id, session_id, seqs):
+            head, commits = await super().read_commits_after(user_id, session_id, seqs)
+            after = [seq if c is None else c[1] for seq, c in zip(seqs, commits)]
+            return head, (await super().read_commits_after(user_id, session_id, after))[1]
 
 
     class Hooks(SessionLogConformance):
@@ -234,7 +233,7 @@ CAUGHT: dict[str, set[str]] = {
         "test_a_head_past_its_commits_fails_closed",
     },
     "CommitAfterTheOne": {
-        "test_read_commit_after_is_a_point_read",
+        "test_read_commits_after_is_a_point_read",
     },
 }
 HOOKED = {
@@ -250,8 +249,8 @@ HOOKED = {
     "test_nothing_past_the_head_is_read",
     "test_read_rows_after_never_reads_an_orphan",
     "test_read_rows_after_fails_closed_where_read_after_does",
-    "test_read_commit_after_never_reads_an_orphan",
-    "test_read_commit_after_fails_closed_where_read_after_does",
+    "test_read_commits_after_never_reads_an_orphan",
+    "test_read_commits_after_fails_closed_where_read_after_does",
 }
 
 

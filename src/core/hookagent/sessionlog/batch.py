@@ -315,12 +315,13 @@ def _rows_after(
 def point_read(
     head: int, commit: tuple[int, int, bytes] | None, seq: int, *, where: str = "log"
 ) -> list[LogEvent]:
-    """``read_after(seq, 1)`` from what a backend's ``read_commit_after(seq)`` returned: the
-    head's seq and the raw commit holding ``seq + 1`` (first_seq, last_seq, bytes; None if
-    it has none), with ``read_after``'s checks: ``LogCorrupt`` on a gap before ``seq + 1``,
-    on a commit whose events are not its recorded seqs, on a head whose commit is missing.
-    A commit past the head (an orphan) is never read. Decoding apart from the read lets a
-    cold load read every segment first and decode them in one pause of the collector."""
+    """``read_after(seq, 1)`` from what a backend's ``read_commits_after(..., [seq])``
+    returned: the head's seq and the raw commit holding ``seq + 1`` (first_seq, last_seq,
+    bytes; None if it has none), with ``read_after``'s checks: ``LogCorrupt`` on a gap
+    before ``seq + 1``, on a commit whose events are not its recorded seqs, on a head whose
+    commit is missing. A commit past the head (an orphan) is never read. Decoding apart
+    from the read lets a cold load read every segment at once and decode them in one
+    pause of the collector."""
     if commit is not None and commit[0] <= head:
         first, last, data = commit
         if first > seq + 1:

@@ -230,20 +230,25 @@ class InMemorySessionLog:
             picked = [(c.first_seq, c.last_seq, c.data) for c in s.commits[i:]]
         return rows_after(picked, seq, head, where=slot_name(user_id, session_id, "log"))
 
-    async def read_commit_after(
-        self, user_id: str, session_id: str, seq: int
-    ) -> tuple[int, tuple[int, int, bytes] | None]:
-        """(head seq, the raw commit holding ``seq + 1`` or None): ``read_after(seq, 1)``
-        undecoded (``batch.point_read`` decodes it), a cold load's segment read."""
+    async def read_commits_after(
+        self, user_id: str, session_id: str, seqs: Sequence[int]
+    ) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+        """(head seq, per seq the raw commit holding ``seq + 1`` or None), in one read:
+        ``read_after(seq, 1)`` undecoded for each (``batch.point_read`` decodes one), a
+        cold load's segment reads."""
         check_session(user_id, session_id)
-        check_after(seq, 1)
+        for seq in seqs:
+            check_after(seq, 1)
         with self._lock:
             s = self._get(user_id, session_id)
             if s is None:
-                return 0, None
-            i = max(0, bisect.bisect_right(s.starts, seq + 1) - 1)
-            c = s.commits[i] if i < len(s.commits) else None
-            return s.head.seq, None if c is None else (c.first_seq, c.last_seq, c.data)
+                return 0, [None] * len(seqs)
+            out: list[tuple[int, int, bytes] | None] = []
+            for seq in seqs:
+                i = max(0, bisect.bisect_right(s.starts, seq + 1) - 1)
+                c = s.commits[i] if i < len(s.commits) else None
+                out.append(None if c is None else (c.first_seq, c.last_seq, c.data))
+            return s.head.seq, out
 
     async def list_session_ids(
         self, user_id: str, *, limit: int = 100, cursor: str | None = None

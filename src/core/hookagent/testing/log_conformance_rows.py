@@ -1,5 +1,5 @@
 """The conformance checks of a backend's optional cold-read fast paths, ``read_rows_after``
-and ``read_commit_after``.
+and ``read_commits_after``.
 
 A backend may offer ``read_rows_after(user_id, session_id, seq)``: what ``read_after(seq)``
 returns, as ``hookagent.sessionlog.Row`` tuples (a cold projection applies them without
@@ -7,10 +7,11 @@ building ``LogEvent`` envelopes). It must be ``read_after`` exactly: the same ev
 an orphan, and ``LogCorrupt`` where ``read_after`` fails closed. Without the method these
 checks are skipped as "not run: ...".
 
-A backend may offer ``read_commit_after(user_id, session_id, seq)``: the head's seq and the
-raw commit holding ``seq + 1`` (first_seq, last_seq, bytes; None if it has none), so that
-``hookagent.sessionlog.point_read`` of it is ``read_after(seq, 1)`` exactly: the same event,
-never an orphan, ``LogCorrupt`` where ``read_after(seq, 1)`` fails closed.
+A backend may offer ``read_commits_after(user_id, session_id, seqs)``: the head's seq and,
+for each seq, the raw commit holding ``seq + 1`` (first_seq, last_seq, bytes; None if it has
+none), in one read, so that ``hookagent.sessionlog.point_read`` of each is ``read_after(seq,
+1)`` exactly: the same event, never an orphan, ``LogCorrupt`` where ``read_after(seq, 1)``
+fails closed; and many seqs at once what each one alone gives.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..sessionlog.batch import point_read
 from .log_conformance_hooks import LONG, LogHooks, batch, written
 
 NOT_RUN_ROWS = "not run: the backend has no read_rows_after (an optional fast path)"
-NOT_RUN_COMMIT = "not run: the backend has no read_commit_after (an optional fast path)"
+NOT_RUN_COMMIT = "not run: the backend has no read_commits_after (an optional fast path)"
 
 
 def as_rows(events: Sequence[LogEvent]) -> list[tuple[Any, ...]]:
@@ -58,13 +59,14 @@ def _rows(log: SessionLog) -> Any:
 
 
 def _commit_reader(log: SessionLog) -> Any:
-    read = getattr(log, "read_commit_after", None)
+    read = getattr(log, "read_commits_after", None)
     if read is None:
         pytest.skip(NOT_RUN_COMMIT)
 
     async def point(user_id: str, session_id: str, seq: int) -> list[LogEvent]:
-        head, commit = await read(user_id, session_id, seq)
-        return point_read(head, commit, seq, where="conformance")
+        head, commits = await read(user_id, session_id, [seq])
+        assert len(commits) == 1, commits
+        return point_read(head, commits[0], seq, where="conformance")
 
     return point
 
@@ -128,7 +130,7 @@ class RowsLogConformance(LogHooks):
             with pytest.raises(LogCorrupt):
                 await rows("u", "s", after)
 
-    async def test_read_commit_after_is_a_point_read(self, log: SessionLog) -> None:
+    async def test_read_commits_after_is_a_point_read(self, log: SessionLog) -> None:
         point = _commit_reader(log)
         writer = await written(log, "u", "s", 1, 3)
         mixed = [
@@ -139,11 +141,19 @@ class RowsLogConformance(LogHooks):
         for after in range(8):
             got = as_rows(await point("u", "s", after))
             want = as_rows(await log.read_after("u", "s", after, 1))
-            assert got == want, f"read_commit_after({after}) != read_after({after}, 1)"
+            assert got == want, f"read_commits_after([{after}]) != read_after({after}, 1)"
         assert msg_from_dict((await point("u", "s", 5))[0].payload["m"]).text == "hi"
         assert await point("u", "never", 0) == []
+        read = log.read_commits_after  # type: ignore[attr-defined]
+        seqs = [5, 0, 3, 7, 1, 1, 4]  # many at once, in any order, repeated: each as alone
+        head, many = await read("u", "s", seqs)
+        assert head == (await log.head("u", "s")).seq and len(many) == len(seqs)
+        for seq, commit in zip(seqs, many, strict=True):
+            assert (head, [commit]) == await read("u", "s", [seq])
+        assert await read("u", "s", []) == (head, [])
+        assert (await read("u", "never", [0, 3]))[1] == [None, None]
 
-    async def test_read_commit_after_never_reads_an_orphan(self, log: SessionLog) -> None:
+    async def test_read_commits_after_never_reads_an_orphan(self, log: SessionLog) -> None:
         point = _commit_reader(log)
         await written(log, "u", "s", 2)
         await self.orphan(log, "u", "s", "orphan", batch("orphan", 3))
@@ -153,7 +163,7 @@ class RowsLogConformance(LogHooks):
         await self.orphan(log, "u", "fresh", "first", batch("first", 1))
         assert await point("u", "fresh", 0) == []
 
-    async def test_read_commit_after_fails_closed_where_read_after_does(
+    async def test_read_commits_after_fails_closed_where_read_after_does(
         self, log: SessionLog
     ) -> None:
         point = _commit_reader(log)

@@ -185,14 +185,15 @@ class LogBackedStore:
                 f"user_id={proj.user_id!r} session_id={proj.session_id!r}: checkpoint {cp.seq} "
                 f"names a segment covering seq {chain[-1][1]}, past itself"
             )
-        raw = getattr(log, "read_commit_after", None)  # a backend's fast path, if it has one
-        if raw is not None:  # every segment read first, then decoded in one pause
-            got = [await raw(proj.user_id, proj.session_id, link[0] - 1) for link in chain]
+        raw = getattr(log, "read_commits_after", None)  # a backend's fast path, if it has one
+        if raw is not None:  # every segment read at once, then decoded in one pause
+            afters = [link[0] - 1 for link in chain]
+            head, commits = await raw(proj.user_id, proj.session_id, afters)
             where = slot_name(proj.user_id, proj.session_id, "log")
             with gc_paused():
                 found = [
-                    point_read(head, commit, k[0] - 1, where=where)
-                    for (head, commit), k in zip(got, chain, strict=True)
+                    point_read(head, commit, after, where=where)
+                    for commit, after in zip(commits, afters, strict=True)
                 ]
                 return self._apply_segments(proj, found, chain, base)
         found = [await log.read_after(proj.user_id, proj.session_id, k[0] - 1, 1) for k in chain]

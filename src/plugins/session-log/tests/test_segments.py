@@ -29,7 +29,7 @@ async def test_a_segmented_session_loads_cold_as_it_was() -> None:
 
 
 async def test_a_backend_without_the_fast_paths_loads_cold_as_it_was() -> None:
-    """``read_rows_after`` and ``read_commit_after`` are optional: without them a cold
+    """``read_rows_after`` and ``read_commits_after`` are optional: without them a cold
     load takes ``read_after`` (and the check a backend's tests run still passes)."""
     inner = InMemorySessionLog()
 
@@ -37,7 +37,7 @@ async def test_a_backend_without_the_fast_paths_loads_cold_as_it_was() -> None:
         locality = inner.locality
 
         def __getattr__(self, name: str) -> Any:
-            if name in ("read_rows_after", "read_commit_after"):
+            if name in ("read_rows_after", "read_commits_after"):
                 raise AttributeError(name)
             return getattr(inner, name)
 
@@ -45,12 +45,12 @@ async def test_a_backend_without_the_fast_paths_loads_cold_as_it_was() -> None:
     assert seen["segments"] == 8
 
 
-async def test_a_cold_load_reads_every_segment_before_decoding_them_in_one_pause(
+async def test_a_cold_load_reads_every_segment_at_once_then_decodes_them_in_one_pause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Decoded between reads, each segment's objects are promoted by a collection of their
-    own until a full collection of the heap runs inside the load; read first, decoded
-    together, they are not. The collector is never paused across a read."""
+    own until a full collection of the heap runs inside the load; read in one go, decoded
+    together, they are not. The collector is never paused across the read."""
     import gc
 
     from hookagent_session_log import store as store_mod
@@ -64,9 +64,9 @@ async def test_a_cold_load_reads_every_segment_before_decoding_them_in_one_pause
         def __getattr__(self, name: str) -> Any:
             return getattr(log, name)
 
-        async def read_commit_after(self, u: str, s: str, seq: int) -> Any:
+        async def read_commits_after(self, u: str, s: str, seqs: Any) -> Any:
             steps.append(("read", gc.isenabled()))
-            return await log.read_commit_after(u, s, seq)
+            return await log.read_commits_after(u, s, seqs)
 
     real_point, real_apply = store_mod.point_read, store_mod.apply_segment
 
@@ -81,10 +81,9 @@ async def test_a_cold_load_reads_every_segment_before_decoding_them_in_one_pause
     monkeypatch.setattr(store_mod, "point_read", point_read)
     monkeypatch.setattr(store_mod, "apply_segment", apply_segment)
     assert await _cold(Reading()) == live
-    n = sum(1 for kind, _ in steps if kind == "read")
+    n = sum(1 for kind, _ in steps if kind == "decode")
     assert n >= 4, steps
-    assert steps[:n] == [("read", True)] * n  # every read first, the collector on
-    assert steps[n:] == [("decode", False)] * n + [("apply", False)] * n
+    assert steps == [("read", True)] + [("decode", False)] * n + [("apply", False)] * n
 
 
 async def _recorded(k: int = 4, calls: int = 5) -> tuple[InMemorySessionLog, bytes]:

@@ -364,23 +364,28 @@ class LocalLogCore(LogTree):
 
         return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=list)
 
-    def read_commit(
-        self, user_id: str, session_id: str, seq: int
-    ) -> tuple[int, tuple[int, int, bytes] | None]:
-        """(head seq, the record holding ``seq + 1`` or None): ``read_after(seq, 1)``
-        undecoded, the same record and crc check."""
+    def read_commits(
+        self, user_id: str, session_id: str, seqs: Sequence[int]
+    ) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+        """(head seq, per seq the record holding ``seq + 1`` or None): ``read_after(seq, 1)``
+        undecoded for each, under one lock, the same record and crc checks."""
         where = slot_name(user_id, session_id, "log")
 
-        def step(ses: Session) -> tuple[int, tuple[int, int, bytes] | None]:
+        def step(ses: Session) -> tuple[int, list[tuple[int, int, bytes] | None]]:
             doc = self._read(ses, where)
             head = 0 if doc is None else int(doc["seq"])
-            if doc is None or head <= seq:
-                return head, None
-            return head, next(iter(_commits(ses, doc, seq, head, where, 1)), None)
+            out: list[tuple[int, int, bytes] | None] = []
+            for seq in seqs:
+                if doc is None or head <= seq:
+                    out.append(None)
+                else:
+                    out.append(next(iter(_commits(ses, doc, seq, head, where, 1)), None))
+            return head, out
 
-        return self.locked(
-            user_id, session_id, step, create=False, exclusive=False, absent=lambda: (0, None)
-        )
+        def absent() -> tuple[int, list[tuple[int, int, bytes] | None]]:
+            return 0, [None] * len(seqs)
+
+        return self.locked(user_id, session_id, step, create=False, exclusive=False, absent=absent)
 
     def has_log(self, user_id: str, session_id: str) -> bool:
         """Whether the session's head has a commit (for listing)."""

@@ -372,10 +372,10 @@ class FsspecLogCore:
     ) -> list[LogEvent]:
         return logremoteread.read_after(self, user_id, session_id, seq, limit)
 
-    def read_commit(
-        self, user_id: str, session_id: str, seq: int
-    ) -> tuple[int, tuple[int, int, bytes] | None]:
-        return logremoteread.read_commit(self, user_id, session_id, seq)
+    def read_commits(
+        self, user_id: str, session_id: str, seqs: Sequence[int]
+    ) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+        return logremoteread.read_commits(self, user_id, session_id, seqs)
 
     def list_page(self, user_id: str, limit: int, cursor: str | None) -> SessionPage:
         return logremoteread.list_page(self, user_id, limit, cursor)

@@ -11,7 +11,7 @@ incarnation, so a later commit at that seq can only be made after every earlier 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from hookagent.errors import LogCorrupt
@@ -60,12 +60,20 @@ def read_after(
     return out
 
 
-def read_commit(
-    core: FsspecLogCore, user_id: str, session_id: str, seq: int
-) -> tuple[int, tuple[int, int, bytes] | None]:
-    """(head seq, the commit holding ``seq + 1`` or None): ``read_after(seq, 1)`` undecoded."""
-    head, commits = _commits(core, user_id, session_id, seq, slot_name(user_id, session_id, "log"))
-    return head, next(commits, None)
+def read_commits(
+    core: FsspecLogCore, user_id: str, session_id: str, seqs: Sequence[int]
+) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+    """(head seq, per seq the commit holding ``seq + 1`` or None): ``read_after(seq, 1)``
+    undecoded for each, from one read of the head."""
+    where = slot_name(user_id, session_id, "log")
+    spath = core.spath(user_id, session_id)
+    cur = core.latest(spath, where)
+    head = cur.head.seq
+    out = [
+        next(_iter(core, spath, cur, seq, head, where), None) if head > seq else None
+        for seq in seqs
+    ]
+    return head, out
 
 
 def _commits(

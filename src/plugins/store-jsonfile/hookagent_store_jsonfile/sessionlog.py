@@ -129,15 +129,16 @@ class _Face:
         )
         return out
 
-    async def read_commit_after(
-        self, user_id: str, session_id: str, seq: int
-    ) -> tuple[int, tuple[int, int, bytes] | None]:
-        """``read_after(seq, 1)`` undecoded (``point_read`` decodes it): the head's seq and
-        the commit holding ``seq + 1``."""
+    async def read_commits_after(
+        self, user_id: str, session_id: str, seqs: Sequence[int]
+    ) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+        """``read_after(seq, 1)`` undecoded for each seq (``point_read`` decodes one): the
+        head's seq and the commit holding ``seq + 1``, in one worker-thread hop."""
         check_session(user_id, session_id)
-        check_after(seq, 1)
-        got: tuple[int, tuple[int, int, bytes] | None] = await self._run(
-            self._core.read_commit, user_id, session_id, seq
+        for seq in seqs:
+            check_after(seq, 1)
+        got: tuple[int, list[tuple[int, int, bytes] | None]] = await self._run(
+            self._core.read_commits, user_id, session_id, list(seqs)
         )
         return got
 

@@ -204,6 +204,31 @@ return out
 """
 )
 
+# KEYS: head, seq index, bytes, records ; ARGV: after seqs
+# -> {'OK', head (6), n, then per after seq: first, record, bytes (nil: no commit)} | {'CORRUPT'}
+# For each seq, what READ with at most one commit reads: the commit holding after+1, never
+# past the head (a cold load's history segments: one round trip for all of them).
+READ_AT = Script(
+    _COMMON
+    + """
+local h = read_head(KEYS[1])
+if not h then return {'CORRUPT'} end
+local out = {'OK', h[1], h[2], h[3], h[4], h[5], h[6], #ARGV}
+for _, a in ipairs(ARGV) do
+  local after = tonumber(a)
+  local f = false
+  if after < h[1] then
+    local lo = redis.call('ZREVRANGEBYSCORE', KEYS[2], after + 1, '-inf', 'LIMIT', 0, 1)[1]
+    f = redis.call('ZRANGEBYSCORE', KEYS[2], lo or '-inf', h[1], 'LIMIT', 0, 1)[1] or false
+  end
+  out[#out + 1] = f
+  out[#out + 1] = f and redis.call('HGET', KEYS[4], f) or false
+  out[#out + 1] = f and redis.call('HGET', KEYS[3], f) or false
+end
+return out
+"""
+)
+
 # KEYS: the six log keys [, index] ; ARGV: 1 index member -> how many keys existed
 DELETE = Script(
     """

@@ -419,27 +419,36 @@ class RedisSessionLog:
             add((int(f), int(last), blob))
         return rows_after(commits, seq, head, where=where)
 
-    async def read_commit_after(
-        self, user_id: str, session_id: str, seq: int
-    ) -> tuple[int, tuple[int, int, bytes] | None]:
-        """``read_after(seq, 1)`` undecoded (``point_read`` decodes it): the head's seq and
-        the commit holding ``seq + 1``, the same one script and record check."""
+    async def read_commits_after(
+        self, user_id: str, session_id: str, seqs: Sequence[int]
+    ) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+        """``read_after(seq, 1)`` undecoded for each seq (``point_read`` decodes one): the
+        head's seq and the commit holding ``seq + 1``, in one script (``READ_AT``), with
+        ``read_after``'s record check."""
         check_session(user_id, session_id)
-        check_after(seq, 1)
+        for seq in seqs:
+            check_after(seq, 1)
         where = slot_name(user_id, session_id, "log")
         keys = self._keys(user_id, session_id)[:4]
-        res = await self._run(ls.READ, keys, [min(seq, MAX_EXACT), 1], "read", where)
+        args = [min(seq, MAX_EXACT) for seq in seqs]
+        res = await self._run(ls.READ_AT, keys, args, "read", where)
         head, n = _head(res[1:7], where).seq, int(res[7])
-        if not n:
-            return head, None
-        f, record, blob = res[8], res[9], res[10]
-        if blob is None or record is None:
-            raise LogCorrupt(f"{where}: the commit at seq {_s(f)} is missing")
-        blob = _b(blob)
-        last, digest = (*_s(record).split(" ", 2), "")[:2]
-        if not last.isdigit() or digest != batch_digest(blob):
-            raise LogCorrupt(f"{where}: the commit at seq {_s(f)} does not match its record")
-        return head, (int(f), int(last), blob)
+        if n != len(seqs) or len(res) != 8 + 3 * n:
+            raise LogCorrupt(f"{where}: the log's read answered {n} seqs for {len(seqs)}")
+        out: list[tuple[int, int, bytes] | None] = []
+        for i in range(8, 8 + 3 * n, 3):
+            f, record, blob = res[i], res[i + 1], res[i + 2]
+            if f is None:
+                out.append(None)
+                continue
+            if blob is None or record is None:
+                raise LogCorrupt(f"{where}: the commit at seq {_s(f)} is missing")
+            blob = _b(blob)
+            last, digest = (*_s(record).split(" ", 2), "")[:2]
+            if not last.isdigit() or digest != batch_digest(blob):
+                raise LogCorrupt(f"{where}: the commit at seq {_s(f)} does not match its record")
+            out.append((int(f), int(last), blob))
+        return head, out
 
     # ------------------------------------------------------------------ listing, delete
 

@@ -24,7 +24,7 @@ from sqlalchemy.sql import TextClause
 
 from .errors import is_disconnect, is_retryable, translate
 from .log_fast import FastStatements
-from .log_schema import read_sql
+from .log_schema import read_at_sql, read_range_pg_sql
 from .pg_direct import PgDirect
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -54,14 +54,22 @@ class PgLogDirect(PgDirect):
         self._pool_engine = engine.sync_engine
         self.acquire = numbered(fast.acquire)
         self.commit = {finish: numbered(stmt) for finish, stmt in fast.commit.items()}
-        self.read_sql = read_sql(fast.heads, fast.commits, ("$1", "$2", "$3"))
-        self.read_one_sql = read_sql(fast.heads, fast.commits, ("$1", "$2", "$3"), one=True)
+        self.read_sql = read_range_pg_sql(fast.heads, fast.commits)
+        self.read_at_sql = read_at_sql(fast.heads, fast.commits)
 
     async def read(self, u: str, s: str, after: int, one: bool = False) -> list[Any]:
-        """The rows of ``LogQueries.read(None)`` (``one``: ``read(1)``) as asyncpg records
-        (errors as SQLAlchemy's)."""
-        sql = self.read_one_sql if one else self.read_sql
+        """The rows of ``LogQueries.read(None)`` (``one``: ``read(1)``), (head, first, last,
+        data), in statements that seek on the primary key on any statistics (errors as
+        SQLAlchemy's)."""
+        if one:
+            return [(r[0], r[2], r[3], r[4]) for r in await self.read_at(u, s, [after])]
+        sql = self.read_sql
         return await self.run(sql, lambda c: c.fetch(sql, u, s, after))
+
+    async def read_at(self, u: str, s: str, afters: list[int]) -> list[Any]:
+        """The rows of ``read_at_sql``: (head, i, first, last, data) per seq, in order."""
+        sql = self.read_at_sql
+        return await self.run(sql, lambda c: c.fetch(sql, u, s, afters))
 
     async def fetch_head(
         self, what: str, sql: tuple[str, tuple[str, ...]], params: dict[str, Any]

@@ -6,7 +6,7 @@ fails closed (``LogCorrupt``) on a gap or on a head whose commit row is missing.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from hookagent.errors import LogCorrupt
@@ -27,6 +27,12 @@ def _head(row: Row[Any] | None) -> LogHead:
         return LogHead()
     seq, epoch, owner, lease, commit_id, checkpoint = (row._mapping[n] for n in HEAD_COLUMNS)
     return LogHead(int(seq), int(epoch), owner, float(lease), commit_id, int(checkpoint))
+
+
+def _commit(first: Any, last: Any, data: Any, where: str) -> tuple[int, int, bytes]:
+    if type(data) is not bytes:
+        data = bytes(data) if isinstance(data, (bytearray, memoryview)) else _bad(where)
+    return int(first), int(last), data
 
 
 def _bad(where: str) -> Any:
@@ -127,34 +133,57 @@ class LogReads:
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return []
 
-    async def read_commit_after(
-        self, user_id: str, session_id: str, seq: int
-    ) -> tuple[int, tuple[int, int, bytes] | None]:
-        """``read_after(seq, 1)`` undecoded (``point_read`` decodes it): the head's seq and
-        the commit holding ``seq + 1``, the same statement."""
+    def _raw_read_at(self) -> Callable[..., Awaitable[list[Any]]] | None:
+        """The driver's one-statement read of many point reads (PostgreSQL), if any."""
+        return None
+
+    async def read_commits_after(
+        self, user_id: str, session_id: str, seqs: Sequence[int]
+    ) -> tuple[int, list[tuple[int, int, bytes] | None]]:
+        """``read_after(seq, 1)`` undecoded for each seq (``point_read`` decodes one): the
+        head's seq and the commit holding ``seq + 1``; one statement on PostgreSQL, else
+        the point read's statement per seq (the head: the first one's)."""
         check_session(user_id, session_id)
-        check_after(seq, 1)
+        for seq in seqs:
+            check_after(seq, 1)
         q = await self._ready()
         what = self._what("read_after", user_id, session_id)
         where = slot_name(user_id, session_id, "log")
+        if not seqs:
+            return (await self.head(user_id, session_id)).seq, []
+        many = self._raw_read_at()
+        if many is not None:
+            rows: list[Any] = await self._retry.read_with(
+                what, lambda: many(user_id, session_id, list(seqs))
+            )
+            out: list[tuple[int, int, bytes] | None] = [None] * len(seqs)
+            for _, i, first, last, data in rows:
+                if first is not None:
+                    out[int(i) - 1] = _commit(first, last, data, where)
+            return (int(rows[0][0]) if rows else 0), out
+        head, out = None, []
+        for seq in seqs:
+            got = await self._point_rows(q, what, user_id, session_id, seq)
+            if not got:
+                return 0, [None] * len(seqs)  # no head: a log never written (or deleted)
+            head = int(got[0][0]) if head is None else head
+            first, last, data = got[0][1:]
+            out.append(None if first is None else _commit(first, last, data, where))
+        return (0 if head is None else head), out
+
+    async def _point_rows(
+        self, q: LogQueries, what: str, user_id: str, session_id: str, seq: int
+    ) -> list[tuple[Any, ...]]:
+        """The point read's (head, first, last, data) rows for ``seq`` (none: no head)."""
         reader = self._raw_reader()
         if reader is not None:
             raw: list[Any] = await self._retry.read_with(
                 what, lambda: reader(user_id, session_id, seq, True)
             )
-            rows = [(h, f, n, d) for h, f, n, d in raw]
-        else:
-            stmt, params = q.read(1), {"u": user_id, "s": session_id, "after": seq}
-            got = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
-            rows = [(r.seq, r.first_seq, r.last_seq, r.data) for r in got]
-        if not rows:
-            return 0, None
-        head, first, last, data = rows[0]
-        if first is None:
-            return int(head), None
-        if type(data) is not bytes:
-            data = bytes(data) if isinstance(data, (bytearray, memoryview)) else _bad(where)
-        return int(head), (int(first), int(last), data)
+            return [tuple(r) for r in raw]
+        stmt, params = q.read(1), {"u": user_id, "s": session_id, "after": seq}
+        found = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
+        return [(r.seq, r.first_seq, r.last_seq, r.data) for r in found]
 
     async def read_rows_after(self, user_id: str, session_id: str, seq: int) -> list[EventRow]:
         """``read_after(seq)`` as ``Row`` tuples: the same statement and checks (a cold

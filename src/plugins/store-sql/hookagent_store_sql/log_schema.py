@@ -93,6 +93,45 @@ WHERE h.user_id = {u} AND h.session_id = {s}
 ORDER BY c.first_seq{" LIMIT 1" if one else ""}"""  # noqa: S608
 
 
+def read_at_sql(heads: str, commits: str) -> str:
+    """PostgreSQL: ``read_sql(one=True)`` for each seq of the array ``$3`` in one statement
+    (a cold load's ~16 history segments: one round trip, not 16). Per seq, in its order
+    (``i``), the last commit starting at or before ``after + 1``, if it reaches past
+    ``after`` and starts at or before the head: the point read's commit.
+
+    Why ``LATERAL`` with ``ORDER BY first_seq DESC LIMIT 1``, not ``read_sql``'s join: on
+    tables never analyzed (just created and filled) the planner takes the batch index
+    ``(user_id, session_id, batch_hash)`` for the join's commit side, whose first columns are
+    the session's too, and reads every commit of the session (3.6 ms at 4,046 commits);
+    an ordered ``LIMIT 1`` on the primary key's order is a backward seek whatever the
+    statistics (``test_sessionlog_read_plan.py`` checks both on fresh tables)."""
+    return f"""SELECT h.seq, x.i, c.first_seq, c.last_seq, c.data
+FROM {heads} h CROSS JOIN unnest($3::bigint[]) WITH ORDINALITY AS x(after, i)
+LEFT JOIN LATERAL (
+  SELECT b.first_seq, b.last_seq, b.data FROM {commits} b
+  WHERE b.user_id = $1 AND b.session_id = $2 AND b.first_seq <= x.after + 1
+  ORDER BY b.first_seq DESC LIMIT 1) c ON c.last_seq > x.after AND c.first_seq <= h.seq
+WHERE h.user_id = $1 AND h.session_id = $2
+ORDER BY x.i"""  # noqa: S608
+
+
+def read_range_pg_sql(heads: str, commits: str) -> str:
+    """PostgreSQL: ``read_sql(one=False)`` (the commits from the one holding ``$3 + 1`` to
+    the head) in a form that seeks on the primary key whatever the statistics (see
+    ``read_at_sql``): the commits are an ordered ``LATERAL`` range of it."""
+    return f"""SELECT h.seq, c.first_seq, c.last_seq, c.data
+FROM {heads} h LEFT JOIN LATERAL (
+  SELECT b.first_seq, b.last_seq, b.data FROM {commits} b
+  WHERE b.user_id = $1 AND b.session_id = $2 AND b.last_seq > $3 AND b.first_seq <= h.seq
+    AND b.first_seq >= COALESCE((
+      SELECT a.first_seq FROM {commits} a
+      WHERE a.user_id = $1 AND a.session_id = $2 AND a.first_seq <= $3 + 1
+      ORDER BY a.first_seq DESC LIMIT 1), 0)
+  ORDER BY b.first_seq) c ON true
+WHERE h.user_id = $1 AND h.session_id = $2
+ORDER BY c.first_seq"""  # noqa: S608
+
+
 class LogTables:
     """``<p>log_heads``, ``<p>log_commits``, ``<p>log_seals`` (docs/stores/sql.md)."""
 

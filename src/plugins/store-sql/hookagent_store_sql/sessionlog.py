@@ -280,6 +280,9 @@ class SqlSessionLog(LogReads):
             return self._pg.read
         return None if self._lite is None else self._lite.read
 
+    def _raw_read_at(self) -> Callable[..., Awaitable[list[Any]]] | None:
+        return None if self._pg is None else self._pg.read_at
+
     @property
     def _queries(self) -> LogQueries:
         assert self._q is not None

@@ -36,8 +36,11 @@ T = TypeVar("T")
 
 
 def timestamp(value: datetime) -> str:
-    """The text SQLAlchemy's ``DateTime`` stores on SQLite (always with microseconds)."""
-    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    """The text SQLAlchemy's ``DateTime`` stores on SQLite (always with microseconds), of a
+    naive datetime (``utcnow``'s): ``isoformat`` writes it without ``strftime``'s cost."""
+    if value.tzinfo is not None:
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value.isoformat(" ", "microseconds")
 
 
 def wrap(exc: BaseException, statement: str) -> BaseException:

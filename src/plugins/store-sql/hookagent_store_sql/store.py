@@ -235,7 +235,8 @@ class SQLAgentStateStore:
     async def _load(self, slot: tuple[str, str, str]) -> Versioned:
         user_id, session_id, key = slot
         h = slot_hash(session_id, key)
-        await self._ready()
+        if self._q is None:  # (``_ready``, without a coroutine per call once ready)
+            await self._ready()
         cached = self._cache.get(slot)
         if cached is None and isinstance(self._direct, SqliteDirect):
             got = await self._load_cold(self._direct, user_id, h)
@@ -396,7 +397,7 @@ class SQLAgentStateStore:
         plan = SavePlan(
             user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
         )
-        q = await self._ready()
+        q = self._q if self._q is not None else await self._ready()
         try:
             done = None
             if self._direct is not None and self._one_statement_appends:

@@ -1,11 +1,13 @@
-"""SQLite's warm load checks the slot on the event loop's thread (``sqlite_check``): a warm
-call is one statement there and one hop into the file's thread (the save's group commit);
-whatever the check cannot confirm (another writer's version, a head changed behind the
-store's back, an error on its connection) goes to the file's thread as before."""
+"""SQLite's warm call: the load checks the slot on the event loop's thread (``sqlite_check``),
+so a warm call is one statement there and one hop into the file's thread (the save's group
+commit); whatever the check cannot confirm (another writer's version, a head changed behind
+the store's back, an error on its connection) goes to the file's thread as before. The
+direct path's timestamps are SQLAlchemy's text, written without ``strftime``."""
 
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,9 @@ from hookagent.codec import encode_head
 from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_sql import SQLAgentStateStore, slot_hash
-from hookagent_store_sql.sqlite_direct import SqliteDirect
+from hookagent_store_sql.sqlite_direct import SqliteDirect, timestamp
 from sqlalchemy import update
+from sqlalchemy.dialects import sqlite
 
 pytestmark = pytest.mark.anyio
 
@@ -178,3 +181,19 @@ async def test_an_error_on_the_loop_leaves_the_load_to_the_thread(
         real.close()
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(2026, 12, 3, 7, 1, 2),  # no microseconds: still written, as SQLAlchemy does
+        datetime(2026, 1, 2, 3, 4, 5, 6),
+        datetime(999, 1, 1, 0, 0, 0, 999999),  # a 4-digit year, as SQLAlchemy pads it
+        datetime(2026, 6, 1, 12, 0, 0, 5, tzinfo=UTC),
+        datetime(2026, 6, 1, 12, 0, 0, 5, tzinfo=timezone(timedelta(hours=2))),
+    ],
+)
+async def test_timestamps_are_sqlalchemys_text(value: datetime) -> None:
+    stored = sqlite.DATETIME().bind_processor(sqlite.dialect())
+    assert stored is not None
+    assert timestamp(value) == stored(value)

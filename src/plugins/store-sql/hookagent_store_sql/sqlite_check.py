@@ -19,7 +19,8 @@ wait (another connection recovering the WAL) it answers busy at once, and that i
 known". What is left is a primary-key lookup in a local file the writer just touched: a few
 pages from the OS cache, microseconds, less than the loop spent handing the read to the
 thread. ``query_only`` keeps the connection from writing. The connection is opened in the
-file's thread (during a load there), never on the loop; a forked child does not use it.
+file's thread (during a load there), never on the loop; a forked child does not use it, and
+it is reopened when the engine is disposed (as the file thread's held connection is).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class LoopCheck:
         self._engine = engine
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._pool: Any = None  # the engine's pool it was opened beside (disposed: reopen)
         # held only across one synchronous statement: another thread using the store at the
         # same moment finds it taken and takes the file's thread instead (never waits)
         self._lock = threading.Lock()
@@ -69,6 +71,9 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608 - configured
             if self._pid != os.getpid():  # a forked child: the parent's connection is not ours
                 self._conn = None
                 return False
+            if self._engine.pool is not self._pool:  # disposed, as the held one is: reopen
+                self._discard()
+                return False
             self.statements += 1
             n = cached.length
             rows = conn.execute(self.sql, (cached.head, n, n, user_id, h)).fetchall()
@@ -93,7 +98,7 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608 - configured
     def open_in_thread(self) -> None:
         """In the file's thread: open the connection if there is none (errors are ignored:
         without it every load takes the file's thread, as before)."""
-        if self._conn is not None and self._pid == os.getpid():
+        if self._conn is not None and self._pid == os.getpid() and self._engine.pool is self._pool:
             return
         try:
             conn = self._connect()
@@ -101,7 +106,7 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608 - configured
             return
         with self._lock:
             old, old_pid = self._conn, self._pid
-            self._conn, self._pid = conn, os.getpid()
+            self._conn, self._pid, self._pool = conn, os.getpid(), self._engine.pool
         if old is not None and old_pid == self._pid:  # (a forked child leaves its parent's)
             _close(old)
 

@@ -137,6 +137,26 @@ async def test_a_head_changed_behind_the_stores_back_is_read_not_the_cached_one(
         await store.aclose()
 
 
+async def test_a_disposed_engine_reopens_the_loops_connection(tmp_path: Path) -> None:
+    store = await _seeded(tmp_path)
+    try:
+        direct = store._direct
+        assert isinstance(direct, SqliteDirect)
+        before = direct.check._conn
+        await store._runner.call(store.data_engine.dispose)  # type: ignore[union-attr]
+        counted = Counted(store)
+        assert await _texts(store) == ["a", "b", "c"]  # read in the thread, as after a dispose
+        assert counted.hops == 1 and counted.check.statements == 0
+        assert direct.check._conn is not None and direct.check._conn is not before
+        with pytest.raises(sqlite3.ProgrammingError):  # the old one was closed, not kept
+            before.execute("SELECT 1")  # type: ignore[union-attr]
+        counted.reset()
+        assert await _texts(store) == ["a", "b", "c"]
+        assert counted.hops == 0 and counted.check.statements == 1
+    finally:
+        await store.aclose()
+
+
 class Failing:
     """A connection whose every statement fails as SQLite would."""
 

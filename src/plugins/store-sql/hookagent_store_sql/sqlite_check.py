@@ -64,10 +64,12 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608 - configured
     def unchanged(self, user_id: str, h: str, cached: CachedSlot) -> bool:
         """True: the stored slot is exactly ``cached`` (version, generation, count, head).
         False: not known here (anything else): the file's thread must read the slot."""
-        conn = self._conn
-        if conn is None or not self._lock.acquire(blocking=False):
+        if self._conn is None or not self._lock.acquire(blocking=False):
             return False
         try:
+            conn = self._conn  # read under the lock: ``open_in_thread`` may have swapped it
+            if conn is None:
+                return False
             if self._pid != os.getpid():  # a forked child: the parent's connection is not ours
                 self._conn = None
                 return False

@@ -4,9 +4,9 @@ functions of a ``Connection``; a runner executes one as a read or as a write tra
 * ``AsyncRunner`` (asyncpg, aiomysql, or any ``AsyncEngine`` given by the caller):
   ``AsyncConnection.run_sync``, so every statement is still sent by the async driver.
 * ``ThreadRunner`` (SQLite from a URL): the whole operation is one hop into a thread owned
-  by the database file, on the standard ``sqlite3`` driver. aiosqlite pays a thread hop per
-  cursor call (about 4 per statement); a save here pays one. The file's single thread is
-  also this process's writer lock for it.
+  by the database file (``filethread``), on the standard ``sqlite3`` driver. aiosqlite pays
+  a thread hop per cursor call (about 4 per statement); a save here pays one. The file's
+  single thread is also this process's writer lock for it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from hookagent.errors import StoreUnavailable
@@ -23,12 +22,13 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .config import install_sqlite_pragmas
+from .filethread import FileThread
 from .sqlite import maybe_lock
 
 T = TypeVar("T")
 Op = Callable[[Connection], Any]
 
-_EXECUTORS: dict[str, ThreadPoolExecutor] = {}
+_EXECUTORS: dict[str, FileThread] = {}
 
 
 def _forget_after_fork() -> None:
@@ -71,9 +71,7 @@ class ThreadRunner:
         install_sqlite_pragmas(self.engine, busy_timeout=busy_timeout, synchronous=synchronous)
         executor = _EXECUTORS.get(path_key)
         if executor is None:
-            executor = _EXECUTORS[path_key] = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="hookagent-sqlite"
-            )
+            executor = _EXECUTORS[path_key] = FileThread("hookagent-sqlite")
         self._executor = executor
 
     def _read(self, fn: Op) -> Any:
@@ -103,8 +101,9 @@ class ThreadRunner:
         return await self._in_thread(fn, *args)
 
     def submit(self, fn: Callable[[], Any]) -> None:
-        """Queue ``fn()`` in the file's thread without waiting (it reports by itself)."""
-        self._executor.submit(fn)
+        """Queue ``fn()`` in the file's thread without waiting (it reports by itself; no
+        future is built: ``FileThread.post``)."""
+        self._executor.post(fn)
 
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.dispose)

@@ -11,6 +11,7 @@ every index under MySQL's 3072-byte and PostgreSQL's 2704-byte key limits.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
@@ -36,6 +37,7 @@ ROLE_LENGTH = 32
 MSG_ID_LENGTH = 128
 
 
+@lru_cache(maxsize=4096)  # a call's load and save hash the same slot: computed once
 def slot_hash(session_id: str, key: str) -> str:
     """128-bit hex digest of (session_id, key); ids cannot hold NUL, so the input is injective."""
     raw = session_id.encode("utf-8") + b"\x00" + key.encode("utf-8")

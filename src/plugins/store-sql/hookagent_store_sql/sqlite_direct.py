@@ -25,17 +25,22 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from . import sqlite_cold
+from .cache import CachedSlot
 from .runner import ThreadRunner
 from .save import Chunk
 from .schema import Tables
 from .sqlite_batch import GroupCommit
+from .sqlite_check import LoopCheck
 
 T = TypeVar("T")
 
 
 def timestamp(value: datetime) -> str:
-    """The text SQLAlchemy's ``DateTime`` stores on SQLite (always with microseconds)."""
-    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    """The text SQLAlchemy's ``DateTime`` stores on SQLite (always with microseconds), of a
+    naive datetime (``utcnow``'s): ``isoformat`` writes it without ``strftime``'s cost."""
+    if value.tzinfo is not None:
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value.isoformat(" ", "microseconds")
 
 
 def wrap(exc: BaseException, statement: str) -> BaseException:
@@ -62,6 +67,7 @@ class SqliteDirect:
         prep = self._engine.dialect.identifier_preparer
         slots, messages = prep.format_table(tables.slots), prep.format_table(tables.messages)
         chunks = prep.format_table(tables.chunks)
+        self.check = LoopCheck(self._engine, slots, messages, chunks)
         # only the table names are formatted in: from the validated configuration, quoted
         self.load_sql = f"""
 SELECT -1, version, generation, message_count, head FROM {slots}
@@ -115,7 +121,13 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
     async def aclose(self) -> None:
         """Give the thread's connection back to the pool (before the engine is disposed)."""
+        self.check.close()
         await self._runner.call(self._batch.held.release)
+
+    def unchanged(self, user_id: str, h: str, cached: CachedSlot) -> bool:
+        """The warm load's version check on the loop's thread (``sqlite_check``): True if
+        the slot is exactly ``cached``; False if only the file's thread can tell."""
+        return self.check.unchanged(user_id, h, cached)
 
     # ------------------------------------------------------------------ statements
 
@@ -125,9 +137,11 @@ FROM {slots} s WHERE user_id = ? AND slot_hash = ?"""  # noqa: S608
 
         def run(conn: sqlite3.Connection) -> list[Any]:
             try:
-                return conn.execute(self.load_sql, args).fetchall()
+                rows = conn.execute(self.load_sql, args).fetchall()
             except sqlite3.Error as exc:
                 raise wrap(exc, "load") from exc
+            self.check.open_in_thread()  # once: the next warm loads check on the loop
+            return rows
 
         return await self._call(run)
 

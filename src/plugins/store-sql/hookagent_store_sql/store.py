@@ -8,7 +8,8 @@ returning the head and only the rows and chunks past what this instance already 
 slot's generation (old slots keep the rows, one per message, older versions wrote). The load, the append and the create take a direct
 path where one exists: asyncpg statements on PostgreSQL (``pg_direct``), plain ``sqlite3``
 calls in the file's thread on SQLite (``sqlite_direct``, with group commit in
-``sqlite_batch`` and the overlapped cold load in ``sqlite_cold``). What is rerun lives in
+``sqlite_batch``, the overlapped cold load in ``sqlite_cold``, and the warm load's version
+check on the loop's thread in ``sqlite_check``). What is rerun lives in
 ``retry``; what a load or a save trusts of the stored rows in ``verify``.
 """
 
@@ -234,7 +235,8 @@ class SQLAgentStateStore:
     async def _load(self, slot: tuple[str, str, str]) -> Versioned:
         user_id, session_id, key = slot
         h = slot_hash(session_id, key)
-        await self._ready()
+        if self._q is None:  # (``_ready``, without a coroutine per call once ready)
+            await self._ready()
         cached = self._cache.get(slot)
         if cached is None and isinstance(self._direct, SqliteDirect):
             got = await self._load_cold(self._direct, user_id, h)
@@ -250,6 +252,15 @@ class SQLAgentStateStore:
                     return Versioned(state, version)
         if cached is None and isinstance(self._direct, PgDirect):
             return await self._load_cold_pg(self._direct, slot, h)
+        if (
+            cached is not None
+            and isinstance(self._direct, SqliteDirect)
+            and self._direct.unchanged(user_id, h, cached)
+        ):  # the slot is as cached, head included (checked on the loop's thread)
+            log = cached.extended(cached.length, ())
+            return Versioned(
+                verify.decode_slot(cached.head, log, cached.length, slot), cached.version
+            )
         for _ in range(2):
             start = cached.length if cached is not None else 0
             held = (cached.version, cached.generation) if cached is not None else (-1, -1)
@@ -386,7 +397,7 @@ class SQLAgentStateStore:
         plan = SavePlan(
             user_id, session_id, key, state, expected_version, fence, self._cache.get(slot)
         )
-        q = await self._ready()
+        q = self._q if self._q is not None else await self._ready()
         try:
             done = None
             if self._direct is not None and self._one_statement_appends:

@@ -24,7 +24,7 @@ from sqlalchemy.sql import TextClause
 
 from .errors import is_disconnect, is_retryable, translate
 from .log_fast import FastStatements
-from .log_schema import read_at_sql, read_range_pg_sql
+from .log_schema import read_at_param, read_at_sql, read_range_pg_sql
 from .pg_direct import PgDirect
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -68,8 +68,8 @@ class PgLogDirect(PgDirect):
 
     async def read_at(self, u: str, s: str, afters: list[int]) -> list[Any]:
         """The rows of ``read_at_sql``: (head, i, first, last, data) per seq, in order."""
-        sql = self.read_at_sql
-        return await self.run(sql, lambda c: c.fetch(sql, u, s, afters))
+        sql, seqs = self.read_at_sql, read_at_param(afters)
+        return await self.run(sql, lambda c: c.fetch(sql, u, s, seqs))
 
     async def fetch_head(
         self, what: str, sql: tuple[str, tuple[str, ...]], params: dict[str, Any]

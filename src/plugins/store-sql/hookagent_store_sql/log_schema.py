@@ -104,15 +104,24 @@ def read_at_sql(heads: str, commits: str) -> str:
     ``(user_id, session_id, batch_hash)`` for the join's commit side, whose first columns are
     the session's too, and reads every commit of the session (3.6 ms at 4,046 commits);
     an ordered ``LIMIT 1`` on the primary key's order is a backward seek whatever the
-    statistics (``test_sessionlog_read_plan.py`` checks both on fresh tables)."""
+    statistics (``test_sessionlog_read_plan.py`` checks both on fresh tables). The seqs
+    are sent as one text of comma-separated ints (``read_at_param``): asyncpg introspects an
+    array parameter's type on every new connection, ~10 ms, paid by a cold load's first
+    read."""
     return f"""SELECT h.seq, x.i, c.first_seq, c.last_seq, c.data
-FROM {heads} h CROSS JOIN unnest($3::bigint[]) WITH ORDINALITY AS x(after, i)
+FROM {heads} h CROSS JOIN unnest(string_to_array($3::text, ',')::bigint[])
+  WITH ORDINALITY AS x(after, i)
 LEFT JOIN LATERAL (
   SELECT b.first_seq, b.last_seq, b.data FROM {commits} b
   WHERE b.user_id = $1 AND b.session_id = $2 AND b.first_seq <= x.after + 1
   ORDER BY b.first_seq DESC LIMIT 1) c ON c.last_seq > x.after AND c.first_seq <= h.seq
 WHERE h.user_id = $1 AND h.session_id = $2
 ORDER BY x.i"""  # noqa: S608
+
+
+def read_at_param(afters: list[int]) -> str:
+    """``read_at_sql``'s ``$3``: the seqs as text (only ints: nothing else reaches SQL)."""
+    return ",".join(str(int(a)) for a in afters)
 
 
 def read_range_pg_sql(heads: str, commits: str) -> str:

@@ -12,7 +12,12 @@ import pytest
 from hookagent.errors import LogCorrupt
 from hookagent.sessionlog import LogEvent
 from hookagent_store_sql import SqlSessionLog
-from hookagent_store_sql.log_schema import read_at_sql, read_range_pg_sql, read_sql
+from hookagent_store_sql.log_schema import (
+    read_at_param,
+    read_at_sql,
+    read_range_pg_sql,
+    read_sql,
+)
 from logenv import fresh_log
 from sqlalchemy import delete, text
 
@@ -89,7 +94,7 @@ async def test_postgresql_driver_reads_seek_on_tables_never_analyzed(tmp_path: P
         await filled(log)
         heads, commits = tables(log)
         statements = [
-            (read_at_sql(heads, commits), ("u", "s", [10, 150, COMMITS - 1])),
+            (read_at_sql(heads, commits), ("u", "s", read_at_param([10, 150, COMMITS - 1]))),
             (read_range_pg_sql(heads, commits), ("u", "s", COMMITS - 20)),
         ]
         async with log.engine.connect() as conn:
@@ -135,3 +140,22 @@ async def test_point_reads_find_every_seq_and_fail_closed_on_a_gap(
         with pytest.raises(LogCorrupt):
             await log.read_after("u", "s", 149)
         assert [e.seq for e in await log.read_after("u", "s", 150, 1)] == [151]
+
+
+async def test_postgresql_many_point_reads_take_no_array_parameter(tmp_path: Path) -> None:
+    """asyncpg introspects an array parameter's type on every new connection (~10 ms, paid
+    by a cold load's first read); the seqs go as one text of ints instead."""
+    import asyncpg
+
+    async with fresh_log("postgresql", tmp_path) as log:
+        await filled(log)
+        heads, commits = tables(log)
+        conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test")
+        try:
+            stmt = await conn.prepare(read_at_sql(heads, commits))
+            kinds = [t.kind for t in stmt.get_parameters()]
+            assert kinds == ["scalar"] * 3, stmt.get_parameters()
+            rows = await stmt.fetch("u", "s", read_at_param([0, 149, COMMITS]))
+            assert [r["first_seq"] for r in rows] == [1, 150, None]
+        finally:
+            await conn.close()

@@ -35,7 +35,7 @@ from . import posixio as io
 NAME = "index"
 MAGIC = b"HALOGI1\n"
 _SIZES = struct.Struct(">II")  # crc32 of the body, its length
-EVERY = 512
+EVERY = 256
 """Records a handle indexes past what the cache holds before it writes a new one."""
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 

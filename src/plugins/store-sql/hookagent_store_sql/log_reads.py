@@ -12,7 +12,7 @@ from typing import Any
 from hookagent.errors import LogCorrupt
 from hookagent.sessionlog import LogEvent, LogHead, SessionPage
 from hookagent.sessionlog import Row as EventRow
-from hookagent.sessionlog.batch import decode_batch, rows_after
+from hookagent.sessionlog.batch import decode_batch, point_read, rows_after
 from hookagent.sessionlog.rules import check_after, check_owner, check_session
 from hookagent.store.ids import check_cursor, check_id, check_page_limit, slot_name
 from sqlalchemy.engine import Row
@@ -77,9 +77,8 @@ class LogReads:
         check_session(user_id, session_id)
         check_after(seq, limit)
         q = await self._ready()
-        reader = self._raw_reader() if limit == 1 else None
-        if reader is not None:  # a point read (a cold load's checkpoint and segments)
-            return await self._read_one(reader, user_id, session_id, seq)
+        if limit == 1 and self._raw_reader() is not None:  # a point read (a cold load's)
+            return await self._read_one(user_id, session_id, seq)
         stmt, params = q.read(limit), {"u": user_id, "s": session_id, "after": seq}
         what = self._what("read_after", user_id, session_id)
         rows = await self._retry.read(what, lambda c: c.execute(stmt, params).all())
@@ -104,34 +103,11 @@ class LogReads:
             raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
         return out
 
-    async def _read_one(
-        self, reader: Any, user_id: str, session_id: str, seq: int
-    ) -> list[LogEvent]:
-        """``read_after(seq, 1)`` on the driver's own call: the commit holding ``seq + 1``
-        (``LIMIT 1``), with ``read_after``'s checks."""
-        what = self._what("read_after", user_id, session_id)
-        where = slot_name(user_id, session_id, "log")
-        raw: list[Any] = await self._retry.read_with(
-            what, lambda: reader(user_id, session_id, seq, True)
-        )
-        if not raw:
-            return []
-        head, first, last, data = raw[0]
-        head = int(head)
-        if first is not None:
-            if first > seq + 1:
-                raise LogCorrupt(f"{where}: seqs {seq + 1}..{first - 1} are missing")
-            if type(data) is not bytes:
-                _bad(where)
-            events = decode_batch(data, int(first), where=where)
-            if int(first) + len(events) - 1 != int(last):
-                raise LogCorrupt(f"{where}: the commit at seq {first} does not match its row")
-            for e in events:
-                if seq < e.seq <= head:
-                    return [e]
-        if head > seq:
-            raise LogCorrupt(f"{where}: the head is at seq {head} but its commit is missing")
-        return []
+    async def _read_one(self, user_id: str, session_id: str, seq: int) -> list[LogEvent]:
+        """``read_after(seq, 1)`` on the driver's own call: the commit holding ``seq + 1``,
+        with ``read_after``'s checks (``point_read``)."""
+        head, commits = await self.read_commits_after(user_id, session_id, [seq])
+        return point_read(head, commits[0], seq, where=slot_name(user_id, session_id, "log"))
 
     def _raw_read_at(self) -> Callable[..., Awaitable[list[Any]]] | None:
         """The driver's one-statement read of many point reads (PostgreSQL), if any."""

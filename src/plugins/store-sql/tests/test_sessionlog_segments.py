@@ -32,13 +32,22 @@ async def test_a_point_read_takes_the_drivers_call_and_reads_what_read_after_rea
         driver = log._pg if log._pg is not None else log._lite
         assert driver is not None
         calls: list[bool] = []
-        real = driver.read
+        if log._pg is not None:  # PostgreSQL: every point read is one read_at statement
+            real_at = log._pg.read_at
 
-        async def read(u: str, s: str, after: int, one: bool = False) -> Any:
-            calls.append(one)
-            return await real(u, s, after, one)
+            async def read_at(u: str, s: str, afters: list[int]) -> Any:
+                calls.append(len(afters) == 1)
+                return await real_at(u, s, afters)
 
-        driver.read = read  # type: ignore[method-assign]
+            log._pg.read_at = read_at  # type: ignore[method-assign]
+        else:
+            real = driver.read
+
+            async def read(u: str, s: str, after: int, one: bool = False) -> Any:
+                calls.append(one)
+                return await real(u, s, after, one)
+
+            driver.read = read  # type: ignore[method-assign]
         for seq in range(seen["head"] + 1):
             one = await log.read_after("seg-user", "seg-session", seq, 1)
             two = await log.read_after("seg-user", "seg-session", seq, 2)

@@ -76,6 +76,10 @@ async def interrupt_run(
     return _view(got, 202)
 
 
+STOP_DELIVERY_WAIT = 5.0
+"""Seconds ``cancel`` waits for its interrupt to reach a running run before it answers."""
+
+
 @runs.post("/runs/{command_id}/cancel", tags=["runs"], **ACCEPTED)
 async def cancel_run(
     session: Session, command_id: CommandIdP, body: s.KeyBody | None = None, key: KeyHeader = None
@@ -88,7 +92,11 @@ async def cancel_run(
             409, "CommandRejected", f"command {command_id!r} already ended ({view.status})"
         )
     if view.status in ("starting", "running") and view.run_id is not None:
-        await session.interrupt(view.run_id, idempotency_key=idem)
+        stop = await session.interrupt(view.run_id, idempotency_key=idem)
+        try:  # answer once the run was told to stop, as the interrupt endpoint's command does
+            await session.wait(stop.command_id, timeout=STOP_DELIVERY_WAIT)
+        except WaitTimeout:
+            pass  # the interrupt stays queued; the run's own view says how it ends
         return _view(await session.task(command_id), 202)
     return _view(await session.cancel(command_id), 202)  # queued: withdrawn, never runs
 

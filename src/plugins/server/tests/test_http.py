@@ -153,6 +153,10 @@ def test_cancel_withdraws_a_queued_run_and_interrupts_a_running_one(server: Any)
         assert r.json()["status"] == "rejected" and r.json()["error_type"] == "Cancelled"
         r = client.post(f"/v1/sessions/cancel/runs/{first}/cancel", json={}, headers=A)
         assert r.status_code == 202, r.text
+        # the answer comes once the run was told to stop: its interrupt command has ended
+        runs = client.get("/v1/sessions/cancel/runs", headers=A).json()["runs"]
+        stops = [v for v in runs if v["kind"] == "interrupt"]
+        assert [v["status"] for v in stops] == ["completed"], stops
     finally:
         model.release.set()
     assert final(client, "cancel", first)["status"] == "interrupted"

@@ -297,12 +297,12 @@ class SQLAgentStateStore:
         self._cache.drop(slot)
         if got is None:
             return Versioned(None, 0)
-        version, generation, count, head, seqs, bodies, ends, ns, ks, recs = got
+        version, generation, count, head, seqs, bodies, ends, ns, chunks = got
         verify.check_counters(version, generation, count, slot)
         if head is None:
             raise CorruptState(f"{slot_name(*slot)}: the load sent no head")
-        if ends or recs:
-            split = (ends or (), ns or (), ks or (), recs or ())
+        if ends or chunks:
+            split = verify.split_chunks(ends or (), ns or (), chunks or (), slot)
             messages = verify.decode_split(seqs or (), bodies or (), split, count, slot)
         else:
             messages = verify.decode_columns(seqs or (), bodies or (), 0, count, slot)

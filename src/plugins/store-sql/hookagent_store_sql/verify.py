@@ -104,6 +104,24 @@ def split_chunk(end: Any, n: Any, body: Any, slot: Slot) -> list[str]:
     return records
 
 
+def split_chunks(
+    ends: Sequence[Any], ns: Sequence[Any], chunks: Sequence[Any], slot: Slot
+) -> tuple[Sequence[Any], Sequence[Any], list[int], list[str]]:
+    """The chunks' records, split here: (ends, ns, records found per chunk, all the records
+    chunk by chunk), as ``decode_split`` takes them; ``CorruptState`` for a malformed chunk."""
+    if not (len(ends) == len(ns) == len(chunks)):
+        raise CorruptState(f"{slot_name(*slot)}: the load's chunk columns disagree")
+    ks: list[int] = []
+    recs: list[str] = []
+    for body in chunks:
+        if type(body) is not str:
+            raise CorruptState(f"{slot_name(*slot)}: a message chunk's body is malformed")
+        records = body.split("\n")
+        ks.append(len(records))
+        recs += records
+    return ends, ns, ks, recs
+
+
 def decode_split(
     seqs: Sequence[Any],
     bodies: Sequence[Any],

@@ -13,7 +13,7 @@ from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent_store_sql import SQLAgentStateStore
 from hookagent_store_sql.pg_direct import PgDirect
-from hookagent_store_sql.verify import decode_columns
+from hookagent_store_sql.verify import decode_columns, split_chunks
 from sqlalchemy import update
 from sqlenv import fresh_store, plant_document
 
@@ -35,7 +35,7 @@ async def test_a_cold_load_is_one_row_of_arrays_and_a_warm_load_the_row_read(
 
     async def cold(self: PgDirect, *args: Any) -> Any:
         got = await real_cold(self, *args)
-        calls.append("cold none" if got is None else f"cold {len(got)} {len(got[9])}")
+        calls.append("cold none" if got is None else f"cold {len(got)} {len(got[8])}")
         return got
 
     async def load(self: PgDirect, *args: Any) -> Any:
@@ -52,13 +52,13 @@ async def test_a_cold_load_is_one_row_of_arrays_and_a_warm_load_the_row_read(
         try:
             got = await reader.get_versioned("u", "s")
             assert [m.text for m in got.state.context] == ["a", "b", "c"]
-            # one row: the head's 4 columns, the rows' 2 arrays, the chunks' 4 (3 records)
-            assert calls == ["cold 10 3"]
+            # one row: the head's 4 columns, the rows' 2 arrays, the chunks' 3 (1 chunk)
+            assert calls == ["cold 9 1"]
             got.state.context.append(Msg.user("d"))
             await reader.save_if_version("u", "s", got.state, got.version)
             again = await reader.get_versioned("u", "s")
             assert [m.text for m in again.state.context] == ["a", "b", "c", "d"]
-            assert calls == ["cold 10 3", "rows"]  # warm: the version check of the row read
+            assert calls == ["cold 9 1", "rows"]  # warm: the version check of the row read
             assert (await reader.get_versioned("u", "nobody")).state is None
             assert calls[-1] == "cold none"
         finally:
@@ -121,3 +121,12 @@ async def test_columns_are_checked_as_rows_are() -> None:
         decode_columns([0, 1, 2], bodies[:2], 0, 3, SLOT)
     with pytest.raises(CorruptState):
         decode_columns([0, 1], ["{not json", bodies[1]], 0, 2, SLOT)
+
+
+def test_the_cold_loads_chunks_are_split_by_the_client_fail_closed() -> None:
+    ends, ns, ks, recs = split_chunks([2, 3], [2, 1], ["a\nb", "c"], SLOT)
+    assert (list(ends), list(ns), ks, recs) == ([2, 3], [2, 1], [2, 1], ["a", "b", "c"])
+    with pytest.raises(CorruptState, match="chunk columns disagree"):
+        split_chunks([2, 3], [2], ["a\nb", "c"], SLOT)
+    with pytest.raises(CorruptState, match="chunk's body is malformed"):
+        split_chunks([2], [2], [None], SLOT)

@@ -118,7 +118,7 @@ WHERE user_id = $1 AND slot_hash = $2 AND end_seq > $3"""  # noqa: S608
         # rows as two arrays and the chunks as three, in one row, so asyncpg builds one
         # record and the lists in C instead of a record per message (each aggregate follows
         # one scan: the i-th seq is the i-th body's, the i-th end_seq the i-th chunk's); the
-        # client splits the chunks (on the server, string_to_array and unnest took 5-6 ms
+        # client splits the chunks (on the server, string_to_array and unnest took 5.5-7.5 ms
         # of a 4,000-message load against 1.6-2.4 for this) and checks the tiling
         self.cold_sql = f"""
 SELECT s.version, s.generation, s.message_count, s.head, m.seqs, m.bodies,

@@ -40,23 +40,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_texts import call_id, final_text, tool_text, user_text
+from bench_agent import turn
+from bench_texts import final_text, tool_text, user_text
 from hookagent.codec import encode_msg, encode_state
-from hookagent.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from hookagent.state import AgentState
 from hookagent_store_jsonfile.localcore import LocalCore
 from hookagent_store_jsonfile.records import frame
 
 U, S, K = "user-w1", "sess-w1", "agent_state"
-
-
-def turn(n: int) -> list[Msg]:
-    return [
-        Msg.user(user_text(n)),
-        Msg.assistant([ToolUseBlock(call_id(n), "lookup", {"key": n})]),
-        Msg("tool", [ToolResultBlock(call_id(n), "lookup", (TextBlock(tool_text(n)),), "success")]),
-        Msg.assistant(final_text(n)),
-    ]
 
 
 def median_ms(samples: list[float]) -> float:

@@ -19,8 +19,22 @@ from hookagent import (
     Msg,
     RuntimeContext,
     TextBlock,
+    ToolResultBlock,
     ToolUseBlock,
 )
+
+
+def turn(n: int) -> list[Msg]:
+    """The 4 messages call *n* appends (what the model and the tool above produce)."""
+    return [
+        Msg.user(user_text(n)),
+        Msg.assistant([ToolUseBlock(call_id(n), TOOL_NAME, {"key": n})]),
+        Msg(
+            "tool", [ToolResultBlock(call_id(n), TOOL_NAME, (TextBlock(tool_text(n)),), "success")]
+        ),
+        Msg.assistant(final_text(n)),
+    ]
+
 
 SYSTEM_PROMPT = "You are a benchmark agent. Use the lookup tool, then answer."
 

@@ -37,23 +37,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_agent import make_config, one_call
-from bench_texts import call_id, final_text, tool_text, user_text
+from bench_agent import make_config, one_call, turn
 from hookagent.codec import encode_msg
-from hookagent.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from hookagent_store_jsonfile.local import IO_THREADS
 from workload import warm_texts
 
 SESSIONS, CALLS, INFLIGHT = 200, 5, 50
-
-
-def turn(n: int) -> list[Msg]:
-    return [
-        Msg.user(user_text(n)),
-        Msg.assistant([ToolUseBlock(call_id(n), "lookup", {"key": n})]),
-        Msg("tool", [ToolResultBlock(call_id(n), "lookup", (TextBlock(tool_text(n)),), "success")]),
-        Msg.assistant(final_text(n)),
-    ]
 
 
 def _fsync_dir(path: str) -> None:

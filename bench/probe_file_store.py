@@ -28,21 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_texts import call_id, final_text, tool_text, user_text
-from hookagent.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from bench_agent import turn
 from hookagent.state import AgentState
 from hookagent_store_jsonfile import LocalJsonFileStore
 
 U = "user-probe"
-
-
-def turn(n: int) -> list[Msg]:
-    return [
-        Msg.user(user_text(n)),
-        Msg.assistant([ToolUseBlock(call_id(n), "lookup", {"key": n})]),
-        Msg("tool", [ToolResultBlock(call_id(n), "lookup", (TextBlock(tool_text(n)),), "success")]),
-        Msg.assistant(final_text(n)),
-    ]
 
 
 TURNS = [turn(n) for n in range(1, 2001)]

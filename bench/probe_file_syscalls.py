@@ -29,22 +29,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_texts import call_id, final_text, tool_text, user_text
-from hookagent.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from bench_agent import turn
 from hookagent.state import AgentState
 from hookagent_store_jsonfile.localcore import LocalCore
 
 U, K = "user-probe", "agent_state"
 PHASES = ("first_load", "first_save", "warm_load", "warm_save")
-
-
-def turn(n: int) -> list[Msg]:
-    return [
-        Msg.user(user_text(n)),
-        Msg.assistant([ToolUseBlock(call_id(n), "lookup", {"key": n})]),
-        Msg("tool", [ToolResultBlock(call_id(n), "lookup", (TextBlock(tool_text(n)),), "success")]),
-        Msg.assistant(final_text(n)),
-    ]
 
 
 def mark(name: str) -> None:

@@ -39,10 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_agent import make_config, one_call, turn
 from hookagent.codec import encode_msg
+from hookagent_store_jsonfile import local
 from hookagent_store_jsonfile.local import IO_THREADS
 from workload import warm_texts
 
 SESSIONS, CALLS, INFLIGHT = 200, 5, 50
+_RUN_INLINE = local.run_inline
 
 
 def _fsync_dir(path: str) -> None:
@@ -122,7 +124,10 @@ async def run_floor(root: str, with_kernel: bool) -> dict[str, Any]:
     return got
 
 
-async def run_ours(root: str) -> dict[str, Any]:
+async def run_ours(root: str, threaded: bool = False) -> dict[str, Any]:
+    """``threaded``: every save whole in a worker thread, as before saves ran inline (the A/B
+    of ``hops``: the store module's ``run_inline`` swapped for ``run_blocking``)."""
+    local.run_inline = local.run_blocking if threaded else _RUN_INLINE  # type: ignore[assignment]
     config = make_config(f"file://{root}")
 
     async def session(i: int, sem: asyncio.Semaphore) -> None:
@@ -159,15 +164,20 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     warm_texts(CALLS + 1)
-    rows: dict[str, list[dict[str, Any]]] = {"floor": [], "floor + kernel": [], "ours": []}
+    rows: dict[str, list[dict[str, Any]]] = {
+        "floor": [],
+        "floor + kernel": [],
+        "ours": [],
+        "ours, saves threaded": [],
+    }
     for r in range(a.rounds):
         order = list(rows) if r % 2 == 0 else list(reversed(rows))
         for name in order:
-            root = os.path.join(a.dir, f"{name.replace(' + ', '-')}-{r}")
+            root = os.path.join(a.dir, f"{name.replace(' + ', '-').replace(', ', '-')}-{r}")
             shutil.rmtree(root, ignore_errors=True)
             load = os.getloadavg()[0]
-            if name == "ours":
-                got = asyncio.run(run_ours(root))
+            if name.startswith("ours"):
+                got = asyncio.run(run_ours(root, threaded=name != "ours"))
             else:
                 got = asyncio.run(run_floor(root, with_kernel=name != "floor"))
             got["load_1min"] = round(load, 2)

@@ -9,6 +9,12 @@ only hand the GIL back and forth. Measured at 50 in flight: 63 context switches 
 load with anyio's 40 threads, 24 with a limit of 4, under 1 with the pool; 10-20% less CPU per
 agent call with the pool than with anyio's threads. Other backends use ``anyio.to_thread``
 limited to ``IO_THREADS``.
+
+On a local filesystem (``mounts.is_local``), once the root is open, a save and a load of a
+cached slot run on the loop's thread instead (``hops``): their Python and page-cache syscalls
+in place, only their fsyncs (a second pool, ``"disk"``) and a flock held elsewhere (the
+``"ops"`` pool) waited on in a worker. In W2 that cut voluntary context switches per call from
+67-69 to 29-30 and system CPU by a quarter (``bench/notes/file-store.md``, "Session 14").
 """
 
 from __future__ import annotations
@@ -44,14 +50,15 @@ from hookagent.store.ids import (
     check_state_slot,
 )
 
+from . import hops
 from .localcore import SEEN_SLOTS, LocalCore
 
 T = TypeVar("T")
 
 IO_THREADS = 4
 """Worker threads for local-disk work (several fsyncs can still overlap)."""
-_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("hookagent_store_jsonfile_io")
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_LIMITERS: RunVar[dict[str, anyio.CapacityLimiter]] = RunVar("hookagent_store_jsonfile_io")
+_POOLS: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 
 
 _POOL_LOCK = threading.Lock()
@@ -65,16 +72,30 @@ def _fresh_lock() -> None:
 os.register_at_fork(after_in_child=_fresh_lock)
 
 
-def _pool() -> ThreadPoolExecutor:
-    """The process's pool (a fresh one after a fork: a child inherits no threads)."""
-    global _POOL
-    pool = _POOL
+def _pool(kind: str = "ops") -> ThreadPoolExecutor:
+    """The process's pool for ``kind`` (a fresh one after a fork: a child inherits no
+    threads). ``"ops"`` runs whole operations and contended flocks; ``"disk"`` only the
+    fsyncs of inline saves, which never wait on a lock (``hops``)."""
+    pool = _POOLS.get(kind)
     if pool is None or pool[0] != os.getpid():
         with _POOL_LOCK:  # two threads' first calls make one pool, not two
-            pool = _POOL
+            pool = _POOLS.get(kind)
             if pool is None or pool[0] != os.getpid():
-                pool = _POOL = (os.getpid(), ThreadPoolExecutor(IO_THREADS, "hookagent-jsonfile"))
+                name = "hookagent-jsonfile" if kind == "ops" else f"hookagent-jsonfile-{kind}"
+                pool = _POOLS[kind] = (os.getpid(), ThreadPoolExecutor(IO_THREADS, name))
     return pool[1]
+
+
+def _limiter(kind: str) -> anyio.CapacityLimiter:
+    try:
+        limiters = _LIMITERS.get()
+    except LookupError:
+        limiters = {}
+        _LIMITERS.set(limiters)
+    limiter = limiters.get(kind)
+    if limiter is None:
+        limiter = limiters[kind] = anyio.CapacityLimiter(IO_THREADS)
+    return limiter
 
 
 async def _wait(work: Future[Any], loop: asyncio.AbstractEventLoop) -> Any:
@@ -113,12 +134,43 @@ async def run_blocking(func: Any, *args: Any) -> Any:
         except RuntimeError:  # interpreter shutdown began (atexit): no new threads, run here
             return call()
         return await _wait(work, loop)
+    return await anyio.to_thread.run_sync(call, limiter=_limiter("ops"))
+
+
+async def _held_wait(held: list[BaseException], kind: str, func: Any, *args: Any) -> Any:
+    """One wait of an inline operation (``hops``), in a worker of pool ``kind``: never
+    cancelled (the operation is half-way), a native cancellation kept in ``held``."""
+    call = functools.partial(func, *args)
     try:
-        limiter = _LIMITER.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(IO_THREADS)
-        _LIMITER.set(limiter)
-    return await anyio.to_thread.run_sync(call, limiter=limiter)
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio (trio)
+        with anyio.CancelScope(shield=True):
+            return await anyio.to_thread.run_sync(call, limiter=_limiter(kind))
+    try:
+        work = _pool(kind).submit(call)
+    except RuntimeError:  # interpreter shutdown began: no new threads, wait here
+        return call()
+    done = asyncio.wrap_future(work, loop=loop)
+    with anyio.CancelScope(shield=True):
+        while True:
+            try:
+                return await asyncio.shield(done)
+            except asyncio.CancelledError as exc:
+                if done.cancelled():
+                    raise
+                held.append(exc)  # re-raised once the operation is done
+
+
+async def run_inline(func: Any, *args: Any) -> Any:
+    """Run ``func(*args)`` on the loop's thread, its fsyncs and contended flocks in workers
+    (``hops``); like ``run_blocking``, a cancelled caller waits for it to finish."""
+    held: list[BaseException] = []
+    try:
+        result = await hops.run_inline(functools.partial(_held_wait, held), func, *args)
+    finally:
+        if held:
+            raise held[0]
+    return result
 
 
 DEFAULT_SWEEP_AFTER = 600.0
@@ -231,7 +283,11 @@ class LocalJsonFileStore:
         self, user_id: str, session_id: str, key: str = AGENT_STATE_KEY
     ) -> Versioned:
         check_slot(user_id, session_id, key)
-        result: Versioned = await self._run(self._core.get, user_id, session_id, key)
+        core = self._core
+        # inline only for a cached slot (a stat and the hint: no decode holding the loop)
+        warm = core.local_disk and core.cache.get((user_id, session_id, key)) is not None
+        run = run_inline if warm else run_blocking
+        result: Versioned = await run(core.call, core.get, user_id, session_id, key)
         return result
 
     async def save_if_version(
@@ -248,8 +304,10 @@ class LocalJsonFileStore:
         check_state_slot(state, user_id, session_id, key)
         check_expected(expected_version)
         check_fence(fence)
-        version: int = await self._run(
-            self._core.save, user_id, session_id, state, expected_version, key, fence
+        core = self._core
+        run = run_inline if core.local_disk else run_blocking  # (the first save opens the root)
+        version: int = await run(
+            core.call, core.save, user_id, session_id, state, expected_version, key, fence
         )
         return version
 

@@ -16,7 +16,6 @@ the flock taken shared without waiting (see ``localread``).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 import threading
@@ -48,7 +47,7 @@ from .localcreate import LocalCreate, orphan_check
 from .localread import Gone, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
 from .localwrite import COMPACT_MIN, COMPACT_RATIO
-from .mounts import fs_type, is_network
+from .mounts import fs_type, is_local, is_network
 from .records import Head
 
 T = TypeVar("T")
@@ -71,7 +70,8 @@ def recreated(ck: tuple[str, str, str], expected: int, current: int) -> VersionC
 
 
 class LocalCore(LocalCreate):
-    """Blocking implementation; the async store runs each method in a worker thread."""
+    """Blocking implementation; the async store runs each method in a worker thread, or on
+    the loop's thread with its waits in workers (``hops``)."""
 
     def __init__(
         self,
@@ -92,6 +92,8 @@ class LocalCore(LocalCreate):
         """Open user, session and key directories, each checked by one ``lstat`` at use."""
         self._heads: dict[bytes, Head] = {}  # head file content -> decoded (immutable)
         self._root_fd: int | None = None
+        self.local_disk = False
+        """The root is open and on a local filesystem: saves may run inline (``hops``)."""
         self._open_lock = threading.Lock()
         self._busy = 0  # operations in flight (``call``)
         self._closing: list[int] = []  # root fds closed while operations were in flight
@@ -123,6 +125,7 @@ class LocalCore(LocalCreate):
                         "multi-writer mode is refused; pass writers='single' if exactly "
                         "one process writes this store"
                     )
+                self.local_disk = is_local(self.root_path)
                 self._root_fd = fd
             return self._root_fd
 
@@ -148,6 +151,7 @@ class LocalCore(LocalCreate):
                 else:
                     os.close(self._root_fd)
                 self._root_fd = None
+                self.local_disk = False
         self.cache.clear()
         self.index.clear()
         self.dirs.clear()
@@ -265,7 +269,7 @@ class LocalCore(LocalCreate):
                     lk = io.track(os.open(LOCK, LOCK_FLAGS, 0o600, dir_fd=sd))
                 except FileNotFoundError:
                     continue  # a concurrent delete removed a directory on the way: walk again
-                fcntl.flock(lk, fcntl.LOCK_EX)
+                io.lock_exclusive(lk)
                 if os.fstat(lk).st_nlink == 0:
                     continue  # the slot was deleted while we waited: its lock file is gone
                 committed = False

@@ -60,3 +60,15 @@ def fs_type(path: str | os.PathLike[str]) -> str | None:
 def is_network(path: str | os.PathLike[str]) -> bool:
     kind = fs_type(path)
     return kind is not None and kind in NETWORK_TYPES
+
+
+LOCAL_TYPES = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "zfs", "bcachefs", "tmpfs", "overlay"}
+)
+"""Filesystems whose metadata calls (``open``, ``mkdir``, ``rename``) are page-cache work that
+never waits on a network: a save's may run on the event loop's thread (``hops``)."""
+
+
+def is_local(path: str | os.PathLike[str]) -> bool:
+    """True only for a filesystem known local (an unknown one is treated as remote)."""
+    return fs_type(path) in LOCAL_TYPES

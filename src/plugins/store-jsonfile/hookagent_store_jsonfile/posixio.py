@@ -10,6 +10,7 @@ refuses every later operation, and the same data is never fsynced again (fsyncga
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import secrets
 import stat
@@ -23,6 +24,7 @@ from hookagent.errors import (
     StoreUnavailable,
 )
 
+from . import hops
 from .layout import TMP_PREFIX
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -75,16 +77,33 @@ class Durability:
                 "open a new store after checking the disk"
             )
 
-    def fsync(self, fd: int, what: str) -> None:
+    def fsync(self, fd: int, what: str, *, here: bool = False) -> None:
+        """``os.fsync(fd)``, in a worker when the caller runs inline on the loop's thread
+        (``hops``); ``here``: on this thread always (the caller holds a threading lock)."""
         self.check()  # never fsync again after a failure: the data's fate is unknown
         try:
-            os.fsync(fd)
+            if here:
+                os.fsync(fd)
+            else:
+                hops.disk_wait(_fsync, fd)
         except OSError as exc:
             self.poisoned = f"fsync of {what}: {exc}"
             raise StorageDurabilityError(
                 f"fsync of {what} failed ({exc}); the data may not be durable, the store handle "
                 "is poisoned and the write is not retried"
             ) from exc
+
+
+def _fsync(fd: int) -> None:
+    os.fsync(fd)  # (looked up per call: tests replace it)
+
+
+def lock_exclusive(fd: int) -> None:
+    """``flock(fd, LOCK_EX)``: at once when free, else waiting in a worker when inline."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        hops.lock_wait(fcntl.flock, fd, fcntl.LOCK_EX)
 
 
 def mapped(exc: OSError, what: str) -> SessionStoreError:
@@ -124,7 +143,7 @@ def make_root(path: str | os.PathLike[str], dur: Durability) -> None:
         except PermissionError:
             continue  # a write-only parent: see above
         try:
-            dur.fsync(fd, "a directory (new store root or parent)")
+            dur.fsync(fd, "a directory (new store root or parent)", here=True)
         finally:
             os.close(fd)
 

@@ -326,7 +326,7 @@ def _sentinel(
         sentinel_kw.update({k: v for k, v in kw.items() if k.startswith("ssl_")})
     if ours.get("sentinel_password"):
         sentinel_kw["password"] = ours["sentinel_password"]
-    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kw)  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kw)  # type: ignore[no-untyped-call,unused-ignore]  # (typed from redis 8.2)
     client = sentinel.master_for(
         segments[0], db=db, username=user, password=password, ssl=tls, **kw
     )

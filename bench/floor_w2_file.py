@@ -125,8 +125,8 @@ async def run_floor(root: str, with_kernel: bool) -> dict[str, Any]:
 
 
 async def run_ours(root: str, threaded: bool = False) -> dict[str, Any]:
-    """``threaded``: every save whole in a worker thread, as before saves ran inline (the A/B
-    of ``hops``: the store module's ``run_inline`` swapped for ``run_blocking``)."""
+    """``threaded``: every save and load whole in a worker thread, as before they ran inline
+    (the A/B of ``hops``: the store module's ``run_inline`` swapped for ``run_blocking``)."""
     local.run_inline = local.run_blocking if threaded else _RUN_INLINE  # type: ignore[assignment]
     config = make_config(f"file://{root}")
 

@@ -47,7 +47,7 @@ from .localcreate import LocalCreate, orphan_check
 from .localread import Gone, Retry
 from .localtree import LOCK_FLAGS, RETRIES, where_of
 from .localwrite import COMPACT_MIN, COMPACT_RATIO
-from .mounts import fs_type, is_local, is_network
+from .mounts import LOCAL_TYPES, NETWORK_TYPES, fs_type
 from .records import Head
 
 T = TypeVar("T")
@@ -117,15 +117,16 @@ class LocalCore(LocalCreate):
                     fd = os.open(self.root_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                 except OSError as exc:
                     raise io.mapped(exc, f"opening the store root {self.root_path}") from exc
-                if self.writers == "multi" and is_network(self.root_path):
+                kind = fs_type(self.root_path)  # (one read of the mount table)
+                if self.writers == "multi" and kind in NETWORK_TYPES:
                     os.close(fd)
                     raise StoreConfigurationError(
                         f"{self.root_path} is on a network filesystem "
-                        f"({fs_type(self.root_path)}), where flock is unreliable: "
+                        f"({kind}), where flock is unreliable: "
                         "multi-writer mode is refused; pass writers='single' if exactly "
                         "one process writes this store"
                     )
-                self.local_disk = is_local(self.root_path)
+                self.local_disk = kind in LOCAL_TYPES
                 self._root_fd = fd
             return self._root_fd
 

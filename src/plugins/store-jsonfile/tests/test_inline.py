@@ -56,6 +56,20 @@ def record_fsync_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
+def held_fsync(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """``os.fsync`` held until ``release`` is set; ``entered`` is set once one is waiting."""
+    release, entered = threading.Event(), threading.Event()
+    real = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        entered.set()
+        assert release.wait(10)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    return release, entered
+
+
 async def test_a_save_waits_for_its_fsyncs_in_the_disk_pool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,15 +92,7 @@ async def test_the_loop_runs_while_a_save_waits_for_its_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await opened(tmp_path)
-    release, entered = threading.Event(), threading.Event()
-    real = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        entered.set()
-        assert release.wait(10)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    release, entered = held_fsync(monkeypatch)
     save = asyncio.ensure_future(store.save_if_version("u", "s", state(2), 0))
     while not entered.is_set():
         await asyncio.sleep(0.005)  # the loop ticks while the save's fsync waits
@@ -99,22 +105,13 @@ async def test_a_native_cancel_during_the_fsync_waits_for_the_save_then_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await opened(tmp_path)
-    release, entered = threading.Event(), threading.Event()
-    real = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        entered.set()
-        assert release.wait(10)
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    release, entered = held_fsync(monkeypatch)
     save = asyncio.ensure_future(store.save_if_version("u", "s", state(2), 0))
     while not entered.is_set():
         await asyncio.sleep(0.005)
     save.cancel()
     await asyncio.sleep(0.05)
     assert not save.done()  # held back: the save is half-way, its flock held
-    monkeypatch.setattr(os, "fsync", real)
     release.set()
     with pytest.raises(asyncio.CancelledError):
         await save

@@ -227,12 +227,12 @@ async def test_multi_writer_refused_on_network_filesystems(
     from hookagent.errors import StoreConfigurationError
     from hookagent_store_jsonfile import localcore
 
-    monkeypatch.setattr(localcore, "is_network", lambda path: True)
     monkeypatch.setattr(localcore, "fs_type", lambda path: "nfs4")
     with pytest.raises(StoreConfigurationError, match="nfs4"):
         await LocalJsonFileStore(tmp_path / "a").get_versioned("u", "s")
     single = LocalJsonFileStore(tmp_path / "b", writers="single")
     assert await single.save_if_version("u", "s", AgentState("s", "u"), 0) == 1
+    assert not single._core.local_disk  # saves on a network filesystem stay in workers
 
 
 async def test_every_tear_recovers_and_every_flip_fails_closed(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ import greenlet
 T = TypeVar("T")
 Waiter = Callable[..., Awaitable[Any]]
 """``waiter(kind, func, *args)``: ``func(*args)`` run in a worker of pool ``kind``
-(``"disk"`` or ``"lock"``), awaited; never cancelled half-way."""
+(``"disk"``, ``"lock"`` or ``"ops"``), awaited; never cancelled half-way."""
 
 
 class _Inline(greenlet.greenlet):  # type: ignore[misc]  # (greenlet: no type information)
@@ -60,6 +60,12 @@ def disk_wait(func: Callable[..., T], *args: Any) -> T:
 def lock_wait(func: Callable[..., T], *args: Any) -> T:
     """``func(*args)``, a call that may wait for another holder of a lock (``flock``)."""
     return _wait("lock", func, args)
+
+
+def work_wait(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)``, a call too long for the loop's thread (a cold load's read and
+    decode of a whole history) that never waits on a lock held elsewhere."""
+    return _wait("ops", func, args)
 
 
 def inline() -> bool:

@@ -10,11 +10,13 @@ load with anyio's 40 threads, 24 with a limit of 4, under 1 with the pool; 10-20
 agent call with the pool than with anyio's threads. Other backends use ``anyio.to_thread``
 limited to ``IO_THREADS``.
 
-On a local filesystem (``mounts.is_local``), once the root is open, a save and a load of a
-cached slot run on the loop's thread instead (``hops``): their Python and page-cache syscalls
-in place, only their fsyncs (a second pool, ``"disk"``) and a flock held elsewhere (the
-``"ops"`` pool) waited on in a worker. In W2 that cut voluntary context switches per call from
-67-69 to 29-30 and system CPU by a quarter (``bench/notes/file-store.md``, "Session 14").
+On a local filesystem (``mounts.is_local``), once the root is open, saves and loads run on
+the loop's thread instead (``hops``): their Python and page-cache syscalls in place, only their
+fsyncs (a second pool, ``"disk"``, fed by ``diskqueue``), a flock held elsewhere and a cold
+load's read and decode (the ``"ops"`` pool) waited on in a worker. In W2 that cut voluntary
+context switches per call from 67-69 to 29-30 and system CPU by a quarter
+(``bench/notes/file-store.md``, "Session 14"); the queue and fewer hops per first save took
+W2 from 766 to 1,048 calls/s ("Session 15").
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from hookagent.store.ids import (
 )
 
 from . import hops
+from .diskqueue import queue_of
 from .localcore import SEEN_SLOTS, LocalCore
 
 T = TypeVar("T")
@@ -84,6 +87,10 @@ def _pool(kind: str = "ops") -> ThreadPoolExecutor:
                 name = "hookagent-jsonfile" if kind == "ops" else f"hookagent-jsonfile-{kind}"
                 pool = _POOLS[kind] = (os.getpid(), ThreadPoolExecutor(IO_THREADS, name))
     return pool[1]
+
+
+def _disk_pool() -> ThreadPoolExecutor:
+    return _pool("disk")
 
 
 def _limiter(kind: str) -> anyio.CapacityLimiter:
@@ -146,11 +153,14 @@ async def _held_wait(held: list[BaseException], kind: str, func: Any, *args: Any
     except RuntimeError:  # not asyncio (trio)
         with anyio.CancelScope(shield=True):
             return await anyio.to_thread.run_sync(call, limiter=_limiter(kind))
-    try:
-        work = _pool(kind).submit(call)
-    except RuntimeError:  # interpreter shutdown began: no new threads, wait here
-        return call()
-    done = asyncio.wrap_future(work, loop=loop)
+    if kind == "disk":  # fsyncs: workers that drain a queue (a thread hop is dear)
+        done = queue_of(loop, _disk_pool, IO_THREADS).submit(call)
+    else:
+        try:
+            work = _pool(kind).submit(call)
+        except RuntimeError:  # interpreter shutdown began: no new threads, wait here
+            return call()
+        done = asyncio.wrap_future(work, loop=loop)
     with anyio.CancelScope(shield=True):
         while True:
             try:
@@ -284,9 +294,8 @@ class LocalJsonFileStore:
     ) -> Versioned:
         check_slot(user_id, session_id, key)
         core = self._core
-        # inline only for a cached slot (a stat and the hint: no decode holding the loop)
-        warm = core.local_disk and core.cache.get((user_id, session_id, key)) is not None
-        run = run_inline if warm else run_blocking
+        # inline on local disk: a cold read and decode waits in a worker (``LocalCore._read``)
+        run = run_inline if core.local_disk else run_blocking
         result: Versioned = await run(core.call, core.get, user_id, session_id, key)
         return result
 

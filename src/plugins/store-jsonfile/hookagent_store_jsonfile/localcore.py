@@ -16,6 +16,7 @@ the flock taken shared without waiting (see ``localread``).
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import threading
@@ -36,15 +37,16 @@ from hookagent.messages import Msg
 from hookagent.state import AgentState
 from hookagent.store.base import AGENT_STATE_KEY, UNCONDITIONAL, ExpectedVersion, Fence, Versioned
 
+from . import hops
 from . import posixio as io
-from .cache import HistoryCache, Seen, SlotLru
+from .cache import Cached, HistoryCache, Seen, SlotKey, SlotLru
 from .dircache import DirCache, walk
 from .frames import encode_batches
 from .guards import check_writable, decode_loaded
 from .layout import HEAD, LOCK, id_parts, slot_parts
 from .listing import SessionIndex
 from .localcreate import LocalCreate, orphan_check
-from .localread import Gone, Retry
+from .localread import Gone, Retry, usable
 from .localtree import LOCK_FLAGS, RETRIES, where_of
 from .localwrite import COMPACT_MIN, COMPACT_RATIO
 from .mounts import LOCAL_TYPES, NETWORK_TYPES, fs_type
@@ -179,9 +181,7 @@ class LocalCore(LocalCreate):
                             orphan_check(kd, where)
                             return Versioned(None, 0)
                         try:
-                            got = self._load(
-                                sd, kd, (user_id, session_id, key), head, where, locked=False
-                            )
+                            got = self._read(sd, kd, (user_id, session_id, key), head, where)
                         except Retry:
                             continue
                         except Gone:
@@ -209,6 +209,15 @@ class LocalCore(LocalCreate):
         except OSError as exc:
             raise io.mapped(exc, f"reading {where}") from exc
         raise StoreUnavailable(f"{where}: the slot kept being rewritten during the read")
+
+    def _read(self, sd: int, kd: int, ck: SlotKey, head: Head, where: str) -> Cached:
+        """An unlocked ``_load``. Inline (``hops``), one that must read and decode the whole
+        record file runs in a worker; a warm one (a stat) or an absent slot stays here."""
+        if hops.inline() and usable(self.cache.get(ck), head) is None:
+            return hops.work_wait(
+                functools.partial(self._load, locked=False), sd, kd, ck, head, where
+            )
+        return self._load(sd, kd, ck, head, where, locked=False)
 
     def exists(self, user_id: str, session_id: str, key: str) -> bool:
         root = self.root()
@@ -361,10 +370,13 @@ class LocalCore(LocalCreate):
             payloads = tail if append else [encode_msg(m) for m in history[:base]] + tail
             if head is None:
                 data = encode_batches(payloads)
-                gen = self._create(
+                gen, size = self._create(
                     sd, sparts, kparts, kd, data, len(payloads), head_state, new_dirs
                 )
-                self.cache.drop(*ck)
+                # the next load is warm: the caller's (frozen) messages, as an append keeps them
+                self.cache.put(
+                    ck, Cached(gen, len(payloads), size, (), 1, head_state, list(history))
+                )
                 if ck[2] == AGENT_STATE_KEY:  # a listing trusts this (``listing``)
                     self.index.created(ck[0], ck[1], os.fstat(sd))
             elif append and tip is not None:

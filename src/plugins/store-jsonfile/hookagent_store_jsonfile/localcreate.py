@@ -82,39 +82,42 @@ class LocalCreate(LocalWrites):
                     new_dirs.append(os.dup(fd))
             fd = nxt
 
-    def _write_key(self, td: int, gen: str, count: int, data: bytes, head_state: bytes) -> None:
+    def _write_key(
+        self, td: int, gen: str, count: int, data: bytes, head_state: bytes, files: list[int]
+    ) -> int:
         """A new key's files in its temp directory ``td``: one record file starting with its
-        format-3 head, linked as ``head`` too (one inode, one fsync). Where hard links are
-        refused (some FUSE or network filesystems), the format-2 pair: record file and head."""
+        format-3 head, linked as ``head`` too (one inode). Where hard links are refused (some
+        FUSE or network filesystems), the format-2 pair: record file and head. Each file is
+        written, not fsynced: its fd is added to ``files`` (the caller's to fsync before the
+        commit point, with the directories, then to close). Returns the record file's
+        committed size (the head's ``size``)."""
         name = log_name(gen)
+        first = encode_first_file(1, gen, count, data, head_state)
         fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=td)
-        try:
-            io.write_all(fd, encode_first_file(1, gen, count, data, head_state))
-            self.dur.fsync(fd, f"the new key's {name}")
-        finally:
-            os.close(fd)
+        files.append(fd)
+        io.write_all(fd, first)
         try:
             os.link(name, HEAD, src_dir_fd=td, dst_dir_fd=td, follow_symlinks=False)
-            return
+            return len(first)
         except OSError as exc:
             if exc.errno not in _NO_LINKS:
                 raise
+        os.close(files.pop())
         os.unlink(name, dir_fd=td)  # (the temp directory is private: nobody read it)
         head = Head(1, gen, count, len(data), head_state, tail=True)
         for name, body in ((log_name(gen), data), (HEAD, encode_head_file(head))):
             fd = os.open(name, io.NEW_FLAGS, 0o600, dir_fd=td)
-            try:
-                io.write_all(fd, body)
-                self.dur.fsync(fd, f"the new key's {name}")
-            finally:
-                os.close(fd)
+            files.append(fd)
+            io.write_all(fd, body)
+        return len(data)
 
     def _create(
         self, sd: int, sparts: list[str], kparts: list[str], kd: int | None, data: bytes,
         count: int, head_state: bytes, new_dirs: list[int],
-    ) -> str:  # fmt: skip
+    ) -> tuple[str, int]:  # fmt: skip
         """Version 1 of a key: its directory built as ``.tmp.*``, then renamed into place
-        (over the empty key directory a failed save may have left). Returns the generation."""
+        (over the empty key directory a failed save may have left). Returns the generation
+        and the record file's committed size."""
         kpd = io.walk(sd, kparts[:-1], create=True, dur=self.dur, pending=new_dirs)
         assert kpd is not None
         held: list[tuple[tuple[str, ...], int]] = []
@@ -129,12 +132,19 @@ class LocalCreate(LocalWrites):
             renamed = False
             try:
                 td = os.open(tmp, io.DIR_FLAGS, dir_fd=kpd)
+                files: list[int] = []
                 try:
-                    self._write_key(td, gen, count, data, head_state)
-                    self.dur.fsync(td, "the new key's directory")
+                    size = self._write_key(td, gen, count, data, head_state, files)
+                    # every fsync the commit point needs, in one wait (one thread hop inline)
+                    self.dur.fsync_all(
+                        [(fd, "the new key's files") for fd in files]
+                        + [(td, "the new key's directory")]
+                        + [(fd, "a directory (new entry)") for fd in new_dirs]
+                    )
                 finally:
+                    for fd in files:
+                        os.close(fd)
                     os.close(td)
-                self._sync_dirs(new_dirs)
                 os.rename(tmp, kparts[-1], src_dir_fd=kpd, dst_dir_fd=kpd)  # the commit point
                 renamed = True
                 self.dur.fsync(kpd, "the key's parent directory (first save)")
@@ -144,7 +154,7 @@ class LocalCreate(LocalWrites):
                 raise
             for path, fd in held:  # every directory on the path has a durable entry now
                 self.dirs.mark_durable(path, fd)
-            return gen
+            return gen, size
         finally:
             for _, fd in reversed(held):
                 self.dirs.release(fd)

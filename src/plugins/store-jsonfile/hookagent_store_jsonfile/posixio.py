@@ -15,6 +15,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Sequence
 
 from hookagent.errors import (
     CorruptState,
@@ -93,9 +94,31 @@ class Durability:
                 "is poisoned and the write is not retried"
             ) from exc
 
+    def fsync_all(self, items: Sequence[tuple[int, str]]) -> None:
+        """``fsync`` of each ``(fd, what)`` in order, in one wait: one thread hop for all
+        when inline (``hops``). The first failure poisons the handle; the rest are not run."""
+        self.check()
+        failed = hops.disk_wait(_fsync_each, items)
+        if failed is not None:
+            what, exc = failed
+            self.poisoned = f"fsync of {what}: {exc}"
+            raise StorageDurabilityError(
+                f"fsync of {what} failed ({exc}); the data may not be durable, the store handle "
+                "is poisoned and the write is not retried"
+            ) from exc
+
 
 def _fsync(fd: int) -> None:
     os.fsync(fd)  # (looked up per call: tests replace it)
+
+
+def _fsync_each(items: Sequence[tuple[int, str]]) -> tuple[str, OSError] | None:
+    for fd, what in items:
+        try:
+            _fsync(fd)
+        except OSError as exc:
+            return what, exc
+    return None
 
 
 def lock_exclusive(fd: int) -> None:

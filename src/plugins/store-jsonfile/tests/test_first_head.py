@@ -75,9 +75,9 @@ def head_bytes(log: Path) -> bytes:
     return data[: decode_head_bytes(data, "t").start]
 
 
-# a new session of a known user: fsyncs 1 record file, 2 temp key directory, 3 user
-# directory, (rename: the commit point), 4 session directory
-POINTS = [("fsync", 1), ("link", 1), ("fsync", 2), ("fsync", 3), ("rename", 1), ("fsync", 4)]
+# a new session of a known user: the link, then fsyncs 1 record file, 2 temp key directory,
+# 3 user directory (one wait: ``fsync_all``), (rename: the commit point), 4 session directory
+POINTS = [("link", 1), ("fsync", 1), ("fsync", 2), ("fsync", 3), ("rename", 1), ("fsync", 4)]
 
 
 @pytest.mark.parametrize(("name", "nth"), POINTS)

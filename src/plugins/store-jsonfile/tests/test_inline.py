@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hookagent.messages import Msg
 from hookagent.state import AgentState
-from hookagent_store_jsonfile import LocalJsonFileStore, hops
+from hookagent_store_jsonfile import LocalJsonFileStore, hops, localcore, localread
 from hookagent_store_jsonfile.layout import LOCK, slot_parts
 from hookagent_store_jsonfile.mounts import is_local
 
@@ -204,3 +204,38 @@ async def test_a_waits_error_is_raised_where_the_operation_waited() -> None:
 
     assert await hops.run_inline(waiter, op) == "caught INSIDE"
     assert seen == ["disk", "lock"]
+
+
+async def test_a_cold_load_decodes_in_a_worker_and_a_new_sessions_load_stays_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On local disk a load runs inline: looking up an absent slot costs no thread hop, and
+    only a load that reads and decodes a whole history waits for it in a worker."""
+    store = await opened(tmp_path)
+    await store.save_if_version("u", "s", state(30), 0)
+    await store.aclose()
+    fresh = LocalJsonFileStore(tmp_path / "store")
+    await fresh.save_if_version("u", "other", state(1, session="other"), 0)  # root open
+    where: dict[str, str] = {}
+    real_get, real_decode = localcore.LocalCore.get, localread.decode_messages
+
+    def get(self: localcore.LocalCore, *args: object) -> object:
+        where.setdefault("get", threading.current_thread().name)
+        return real_get(self, *args)  # type: ignore[arg-type]
+
+    def decode(*args: object) -> object:
+        where["decode"] = threading.current_thread().name
+        return real_decode(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(localcore.LocalCore, "get", get)
+    monkeypatch.setattr(localread, "decode_messages", decode)
+    absent = await fresh.get_versioned("u", "nobody")
+    assert absent.state is None and where == {"get": threading.current_thread().name}
+    cold = await fresh.get_versioned("u", "s")
+    assert cold.state is not None and [m.text for m in cold.state.context] == [
+        f"m{i}" for i in range(30)
+    ]
+    assert where["decode"].startswith("hookagent-jsonfile") and where["decode"] != where["get"]
+    del where["decode"]
+    warm = await fresh.get_versioned("u", "s")
+    assert warm.version == cold.version and "decode" not in where  # cached: nothing decoded

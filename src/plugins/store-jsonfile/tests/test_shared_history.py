@@ -3,6 +3,7 @@ and a lock-free read that races a delete walks again instead of reporting damage
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,45 @@ def test_warm_calls_share_one_message_list_and_a_rewrite_leaves_old_loads_alone(
         *kept[1:],
         *(f"m9.{j}" for j in range(4)),
     ]
+
+
+@pytest.mark.parametrize("links", [True, False])
+def test_a_first_save_leaves_the_next_load_warm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, links: bool
+) -> None:
+    """The load after a first save reads no record bytes and decodes nothing: the cache
+    holds the saved (frozen) messages at the committed size, as after an append; with hard
+    links refused (the two-file first save) too. A fresh instance reads the same from disk."""
+    if not links:
+
+        def refused(*args: Any, **kwargs: Any) -> None:
+            raise OSError(errno.EPERM, "no hard links here")
+
+        monkeypatch.setattr(os, "link", refused)
+    core = _core(tmp_path / "r")
+    state = AgentState("s", "u")
+    _turn(state, 0)
+    saved = list(state.context)
+    core.save("u", "s", state, 0, K, None)
+    reads: list[int] = []
+    real = posixio.pread_exact
+    monkeypatch.setattr(
+        "hookagent_store_jsonfile.localread.io.pread_exact",
+        lambda fd, n, at: reads.append(n) or real(fd, n, at),
+    )
+    monkeypatch.setattr(
+        "hookagent_store_jsonfile.localread.decode_messages",
+        lambda *a: pytest.fail("a warm load decoded messages"),
+    )
+    got = core.get("u", "s", K)
+    assert got.version == 1 and got.state is not None and reads == []
+    assert all(a is b for a, b in zip(got.state.context, saved, strict=True))
+    _turn(got.state, 1)  # and the append from it is the usual one
+    assert core.save("u", "s", got.state, 1, K, None) == 2
+    monkeypatch.undo()
+    fresh = _core(tmp_path / "r").get("u", "s", K)
+    assert fresh.state is not None
+    assert [m.text for m in fresh.state.context] == [f"m{i}.{j}" for i in (0, 1) for j in range(4)]
 
 
 def test_a_log_is_extended_once_per_entry() -> None:

@@ -2,8 +2,9 @@
 """The floor of W2 on local disk (issue 15: file store W2 >= 1,000 calls/s), beside ours.
 
     .venv/bin/python bench/floor_w2_file.py [--dir /tmp/habench-w2floor] [--rounds 3] [--json F]
+        [--delete-between]
 
-W2 is 200 new sessions x 5 calls, 50 in flight. Three rows, interleaved round by round, each
+W2 is 200 new sessions x 5 calls, 50 in flight. Five rows, interleaved round by round, each
 in a fresh directory, with calls/s and the process's user and system CPU per call
 (``getrusage``: every thread, the kernel's file-system work included):
 
@@ -18,6 +19,16 @@ in a fresh directory, with calls/s and the process's user and system CPU per cal
   kernel's CPU, no store work), the 4 messages encoded as ours encodes them: what a file
   store with no cost of its own beyond the floor would reach under our kernel.
 * **ours**: ``workload.py``'s W2 on ``LocalJsonFileStore`` (``file://``).
+* **ours, saves threaded** and **ours, fsyncs on the loop**: what-ifs, not store options: every
+  save and load whole in a worker (as before session 14), and every fsync run on the loop's
+  thread, blocking it (what a thread hop costs: ``bench/notes/file-store.md``, session 15).
+
+No row deletes anything until the last one is done (``--delete-between`` does, as the script
+did before session 15): on ext4 without a journal (this VM's disk) a new inode's allocation
+skips inodes freed in the last 1-6 minutes (``recently_deleted`` in ``find_inode_bit``), and
+after a row's 1,000 files were removed that scan cost the next row up to half its calls/s,
+more for the rows that make more inodes per session (ours: 5, the floor's: 3). Deletes are
+no part of W2; the leftover tree is removed at the end.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,12 +51,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_agent import make_config, one_call, turn
 from hookagent.codec import encode_msg
-from hookagent_store_jsonfile import local
+from hookagent_store_jsonfile import hops, local
 from hookagent_store_jsonfile.local import IO_THREADS
 from workload import warm_texts
 
 SESSIONS, CALLS, INFLIGHT = 200, 5, 50
-_RUN_INLINE = local.run_inline
+_RUN_INLINE, _DISK_WAIT = local.run_inline, hops.disk_wait
+
+
+def _FSYNC_HERE(func: Any, *args: Any) -> Any:
+    return func(*args)
 
 
 def _fsync_dir(path: str) -> None:
@@ -124,10 +140,12 @@ async def run_floor(root: str, with_kernel: bool) -> dict[str, Any]:
     return got
 
 
-async def run_ours(root: str, threaded: bool = False) -> dict[str, Any]:
+async def run_ours(root: str, threaded: bool = False, fsync_here: bool = False) -> dict[str, Any]:
     """``threaded``: every save and load whole in a worker thread, as before they ran inline
-    (the A/B of ``hops``: the store module's ``run_inline`` swapped for ``run_blocking``)."""
+    (the A/B of ``hops``: the store module's ``run_inline`` swapped for ``run_blocking``).
+    ``fsync_here``: each fsync on the loop's thread (``hops.disk_wait`` runs it in place)."""
     local.run_inline = local.run_blocking if threaded else _RUN_INLINE  # type: ignore[assignment]
+    hops.disk_wait = _FSYNC_HERE if fsync_here else _DISK_WAIT  # type: ignore[assignment]
     config = make_config(f"file://{root}")
 
     async def session(i: int, sem: asyncio.Semaphore) -> None:
@@ -157,33 +175,51 @@ async def timed(work: Any) -> dict[str, Any]:
     }
 
 
+ROWS = ("floor", "floor + kernel", "ours", "ours, saves threaded", "ours, fsyncs on the loop")
+
+
+def run_row(name: str, root: str) -> dict[str, Any]:
+    """One row, in this (fresh) process."""
+    warm_texts(CALLS + 1)
+    if name.startswith("ours"):
+        work = run_ours(root, threaded=name.endswith("threaded"), fsync_here=name.endswith("loop"))
+        return asyncio.run(work)
+    return asyncio.run(run_floor(root, with_kernel=name != "floor"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/tmp/habench-w2floor")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--delete-between", action="store_true",
+        help="remove each row's tree right after it (the next row then pays ext4's scan)",
+    )  # fmt: skip
+    ap.add_argument("--row", choices=ROWS, help=argparse.SUPPRESS)  # (a child: one row)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    warm_texts(CALLS + 1)
-    rows: dict[str, list[dict[str, Any]]] = {
-        "floor": [],
-        "floor + kernel": [],
-        "ours": [],
-        "ours, saves threaded": [],
-    }
+    if a.row:
+        print(json.dumps(run_row(a.row, a.root)))
+        return
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in ROWS}
+    top = os.path.join(a.dir, f"sitting-{os.getpid()}-{int(time.time())}")  # never reused
     for r in range(a.rounds):
         order = list(rows) if r % 2 == 0 else list(reversed(rows))
         for name in order:
-            root = os.path.join(a.dir, f"{name.replace(' + ', '-').replace(', ', '-')}-{r}")
-            shutil.rmtree(root, ignore_errors=True)
+            root = os.path.join(top, f"{name.replace(' + ', '-').replace(', ', '-')}-{r}")
             load = os.getloadavg()[0]
-            if name.startswith("ours"):
-                got = asyncio.run(run_ours(root, threaded=name != "ours"))
-            else:
-                got = asyncio.run(run_floor(root, with_kernel=name != "floor"))
+            # each row in a fresh process: one process's rows slowed down round by round
+            # (user CPU per call +33% by the third round, session 15)
+            child = [sys.executable, __file__, "--row", name, "--root", root]
+            out = subprocess.run(child, capture_output=True, text=True, check=True).stdout
+            got = json.loads(out.strip().splitlines()[-1])
             got["load_1min"] = round(load, 2)
             rows[name].append(got)
-            shutil.rmtree(root, ignore_errors=True)
-            print(f"round {r} {name:15} {json.dumps(got)}", flush=True)
+            if a.delete_between:
+                shutil.rmtree(root, ignore_errors=True)
+            print(f"round {r} {name:24} {json.dumps(got)}", flush=True)
+    shutil.rmtree(top, ignore_errors=True)
     summary = {
         name: {k: sorted(x[k] for x in got)[len(got) // 2] for k in got[0]}
         for name, got in rows.items()

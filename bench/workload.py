@@ -133,11 +133,14 @@ async def run_w1(store: str, calls: int, budget_s: float) -> tuple[dict[str, Any
 
 
 async def run_w2(store: str, sessions: int, per_session: int, inflight: int) -> dict[str, Any]:
+    """200 new sessions (ids of this run only), 5 calls each, 50 in flight. Nothing is deleted
+    before or after: on ext4 without a journal, deleting a run's 1,000 files would tax every
+    inode the next few minutes' rows create (``floor_w2_file.py``); the bench store is
+    thrown away with the sitting."""
     warm_texts(per_session)
     config = make_config(store)
     kernel_store = await config.kernel.store()
-    for i in range(sessions):  # a previous run's sessions would make this one longer
-        await kernel_store.delete(f"user{i}", f"sess{i}")
+    run = f"{os.getpid():x}{time.time_ns() % (1 << 32):x}"
     sem = asyncio.Semaphore(inflight)
     lat: list[float] = []
     errors: list[str] = []
@@ -147,7 +150,7 @@ async def run_w2(store: str, sessions: int, per_session: int, inflight: int) -> 
             async with sem:
                 s = time.perf_counter()
                 try:
-                    await one_call(config, f"user{i}", f"sess{i}", c)
+                    await one_call(config, f"user{i}-{run}", f"sess{i}-{run}", c)
                 except Exception as e:  # record and go on, like the peers' driver
                     errors.append(f"{type(e).__name__}: {e}"[:300])
                     return
@@ -158,9 +161,7 @@ async def run_w2(store: str, sessions: int, per_session: int, inflight: int) -> 
     await asyncio.gather(*(one_session(i) for i in range(sessions)))
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
-    got = await kernel_store.get_versioned("user0", "sess0")
-    for i in range(sessions):
-        await kernel_store.delete(f"user{i}", f"sess{i}")
+    got = await kernel_store.get_versioned(f"user0-{run}", f"sess0-{run}")
     await config.aclose()
     lat.sort()
     return {

@@ -16,6 +16,7 @@ Each call's result or exception is set on its own future; a call never waits on 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import weakref
 from collections import deque
@@ -45,6 +46,7 @@ class DiskQueue:
         self._items: deque[tuple[Callable[[], Any], asyncio.Future[Any]]] = deque()
         self._workers = 0
         self._lock = threading.Lock()
+        self.pid = os.getpid()
 
     def submit(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
         """Queue ``call`` (run in a worker); its future is settled on this loop."""
@@ -87,8 +89,9 @@ _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DiskQueue] = (
 def queue_of(
     loop: asyncio.AbstractEventLoop, pool: Callable[[], ThreadPoolExecutor], limit: int
 ) -> DiskQueue:
-    """The queue of ``loop`` (made on its first fsync)."""
+    """The queue of ``loop`` (made on its first fsync; a forked child, which inherits none of
+    the parent's workers, makes its own)."""
     queue = _QUEUES.get(loop)
-    if queue is None:
+    if queue is None or queue.pid != os.getpid():
         queue = _QUEUES[loop] = DiskQueue(loop, pool, limit)
     return queue

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hookagent.messages import Msg
 from hookagent.state import AgentState
-from hookagent_store_jsonfile import LocalJsonFileStore, local
+from hookagent_store_jsonfile import LocalJsonFileStore, diskqueue, local
 from hookagent_store_jsonfile.diskqueue import DiskQueue
 from hookagent_store_jsonfile.local import IO_THREADS
 
@@ -109,4 +109,19 @@ async def test_first_saves_in_flight_share_worker_hops(
     for i in range(50):
         got = await fresh.get_versioned(f"u{i}", f"s{i}")
         assert got.state is not None and got.state.context[0].text == f"hello {i}"
+    pool.shutdown()
+
+
+async def test_a_forked_child_gets_a_queue_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child inherits none of the parent's workers: the parent's queue (whose count says
+    its workers are running) would never be drained there."""
+    loop = asyncio.get_running_loop()
+    pool = CountingPool()
+    parent = diskqueue.queue_of(loop, lambda: pool, 2)
+    assert diskqueue.queue_of(loop, lambda: pool, 2) is parent
+    parent._workers = 2  # (as if both were busy when the process forked)
+    monkeypatch.setattr(diskqueue.os, "getpid", lambda: parent.pid + 1)
+    child = diskqueue.queue_of(loop, lambda: pool, 2)
+    assert child is not parent
+    assert await asyncio.wait_for(child.submit(lambda: "ran"), 5) == "ran"
     pool.shutdown()

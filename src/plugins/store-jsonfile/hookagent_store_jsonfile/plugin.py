@@ -3,6 +3,7 @@ session-log backend on the same files (``sessionlog``)."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from hookagent.hookspecs import hookimpl
@@ -17,8 +18,26 @@ if TYPE_CHECKING:
 # the stores and logs are imported when first made: discovery imports this module everywhere
 
 
+class Opening:
+    """An awaitable of an opened store (``LocalJsonFileStore.open``): the kernel awaits a
+    factory's awaitable when it first needs the store, so the root's open and the workers'
+    starts are paid there, not inside the first call. A URL or option error is raised at
+    once, by the factory. Not a coroutine: a configuration that never makes a call leaves no
+    "never awaited" warning."""
+
+    def __init__(self, store: LocalJsonFileStore) -> None:
+        self.store = store
+
+    def __await__(self) -> Generator[Any, None, LocalJsonFileStore]:
+        return self.store.open().__await__()
+
+
 def _factory(url: str, **options: Any) -> Any:
-    return open_store(url, **options)
+    store = open_store(url, **options)
+    if not hasattr(store, "open"):  # the fsspec store: opened by its first operation
+        return store
+    local: LocalJsonFileStore = store  # type: ignore[assignment]  # (the other kind)
+    return Opening(local)
 
 
 @hookimpl

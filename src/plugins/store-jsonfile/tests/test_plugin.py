@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 from hookagent import AgentConfig, RuntimeContext
-from hookagent.errors import InvalidIdentifier, StoreConfigurationError
+from hookagent.errors import CorruptState, InvalidIdentifier, StoreConfigurationError
 from hookagent.plugins import create_plugin_manager
 from hookagent.registry import collect
 from hookagent.state import AgentState
@@ -57,10 +57,12 @@ def test_registered_schemes_and_url_forms(tmp_path: Path) -> None:
         name: f for name, (f, _) in collect(pm, "hookagent_register_state_stores", "scheme").items()
     }
     assert {"file", "jsonfile", "memory", "s3", "gs", "gcs"} <= set(factories)
-    local = factories["file"](f"file://{tmp_path}/a%20b")
+    opening = factories["file"](f"file://{tmp_path}/a%20b")  # awaited by the kernel
+    assert isinstance(opening, plugin.Opening)
+    local = opening.store
     assert isinstance(local, LocalJsonFileStore) and local.root == tmp_path / "a b"
     assert (
-        factories["file"](str(tmp_path / "plain")).root == tmp_path / "plain"
+        factories["file"](str(tmp_path / "plain")).store.root == tmp_path / "plain"
     )  # kernel: no scheme
     assert open_store(f"jsonfile://{tmp_path}/j?sweep_after=5&cache_slots=3").root == tmp_path / "j"
     assert open_store("jsonfile://~/x").root == Path("~/x").expanduser()
@@ -406,3 +408,39 @@ async def test_bad_method_arguments_raise_the_documented_errors(tmp_path: Path) 
             await store.save_if_version("u", "s", state, expected, fence=fence)  # type: ignore[arg-type]
     assert not (tmp_path / "r").exists()
     assert (await store.list_session_ids("u", cursor="")).session_ids == ()
+
+
+async def test_a_store_url_is_opened_when_the_kernel_first_needs_it(tmp_path: Path) -> None:
+    """The factory's result is awaited by the kernel: the root is open and a worker of each
+    pool is running before the first call, which then pays for neither."""
+    from hookagent_store_jsonfile import local
+
+    root = tmp_path / "a" / "b"
+    config = AgentConfig(
+        name="opened", model=ScriptedModel(["hi"]), state_store=f"file://{root}",
+        plugins=[plugin], autoload_plugins=False,
+    )  # fmt: skip
+    assert not root.exists()  # nothing on disk while the configuration is only made
+    store = await config.kernel.store()
+    assert isinstance(store, LocalJsonFileStore)
+    assert root.is_dir() and store._core.local_disk
+    for kind in ("ops", "disk"):
+        pid, pool = local._POOLS[kind]
+        assert pid == os.getpid() and pool._threads, kind  # a worker already started
+    async with config.build() as agent:
+        await agent.call("hello", RuntimeContext(user_id="u", session_id="s"))
+    got = await store.get_versioned("u", "s")
+    assert got.state is not None and len(got.state.context) == 2
+    await config.aclose()
+
+
+async def test_an_open_that_fails_leaves_the_error_to_the_first_operation(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    store = open_store(f"file://{blocker}/root")
+    assert isinstance(store, LocalJsonFileStore)
+    assert await store.open() is store  # no error here: the disk may be mounted later
+    with pytest.raises(CorruptState, match="opening the store root"):
+        await store.get_versioned("u", "s")

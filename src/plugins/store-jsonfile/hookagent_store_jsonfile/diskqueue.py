@@ -40,7 +40,7 @@ class DiskQueue:
     def __init__(
         self, loop: asyncio.AbstractEventLoop, pool: Callable[[], ThreadPoolExecutor], limit: int
     ) -> None:
-        self._loop = loop
+        self._loop = weakref.ref(loop)  # (a strong one would keep the loop, our own key, alive)
         self._pool = pool
         self._limit = limit
         self._items: deque[tuple[Callable[[], Any], asyncio.Future[Any]]] = deque()
@@ -50,7 +50,9 @@ class DiskQueue:
 
     def submit(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
         """Queue ``call`` (run in a worker); its future is settled on this loop."""
-        fut = self._loop.create_future()
+        loop = self._loop()
+        assert loop is not None  # (called on the loop, which is alive)
+        fut = loop.create_future()
         with self._lock:
             self._items.append((call, fut))
             start = self._workers < self._limit and len(self._items) > self._workers
@@ -75,10 +77,15 @@ class DiskQueue:
                 ok, value = True, call()
             except BaseException as exc:  # (delivered to the waiter, raised where it waited)
                 ok, value = False, exc
-            try:
-                self._loop.call_soon_threadsafe(_settle, fut, ok, value)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                pass
+            self._deliver(fut, ok, value)
+
+    def _deliver(self, fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+        loop = self._loop()  # (held only here: a finished loop is not kept by its worker)
+        try:
+            if loop is not None:
+                loop.call_soon_threadsafe(_settle, fut, ok, value)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
 
 
 _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DiskQueue] = (

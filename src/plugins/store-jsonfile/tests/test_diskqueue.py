@@ -125,3 +125,23 @@ async def test_a_forked_child_gets_a_queue_of_its_own(monkeypatch: pytest.Monkey
     assert child is not parent
     assert await asyncio.wait_for(child.submit(lambda: "ran"), 5) == "ran"
     pool.shutdown()
+
+
+def test_a_finished_loop_and_its_queue_are_not_kept() -> None:
+    """The queues are keyed weakly by their loop, and a queue holds its loop weakly: a program
+    that runs many loops (a sync twin per call) does not keep every one of them alive."""
+    import gc
+    import weakref
+
+    async def one_fsync() -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        queue = diskqueue.queue_of(loop, local._disk_pool, 2)
+        assert await queue.submit(lambda: 1) == 1
+        while queue._workers:  # (the worker has settled the future, not yet left)
+            await asyncio.sleep(0.001)
+        return loop
+
+    for _ in range(3):
+        gone = weakref.ref(asyncio.run(one_fsync()))
+        gc.collect()
+        assert gone() is None

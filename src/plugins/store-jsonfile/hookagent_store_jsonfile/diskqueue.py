@@ -91,6 +91,15 @@ class DiskQueue:
 _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DiskQueue] = (
     weakref.WeakKeyDictionary()
 )
+_QUEUES_LOCK = threading.Lock()
+
+
+def _fresh_lock() -> None:
+    global _QUEUES_LOCK
+    _QUEUES_LOCK = threading.Lock()  # a child may inherit it held by a thread it does not have
+
+
+os.register_at_fork(after_in_child=_fresh_lock)
 
 
 def queue_of(
@@ -100,5 +109,8 @@ def queue_of(
     the parent's workers, makes its own)."""
     queue = _QUEUES.get(loop)
     if queue is None or queue.pid != os.getpid():
-        queue = _QUEUES[loop] = DiskQueue(loop, pool, limit)
+        with _QUEUES_LOCK:  # (loops on other threads: sync twins' portals)
+            queue = _QUEUES.get(loop)
+            if queue is None or queue.pid != os.getpid():
+                queue = _QUEUES[loop] = DiskQueue(loop, pool, limit)
     return queue

@@ -78,6 +78,7 @@ class DiskQueue:
             except BaseException as exc:  # (delivered to the waiter, raised where it waited)
                 ok, value = False, exc
             self._deliver(fut, ok, value)
+            del call, fut, value  # (nothing of a finished call is kept while the worker idles)
 
     def _deliver(self, fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
         loop = self._loop()  # (held only here: a finished loop is not kept by its worker)

@@ -59,7 +59,7 @@ SESSIONS, CALLS, INFLIGHT = 200, 5, 50
 _RUN_INLINE, _DISK_WAIT = local.run_inline, hops.disk_wait
 
 
-def _FSYNC_HERE(func: Any, *args: Any) -> Any:
+def _fsync_here(func: Any, *args: Any) -> Any:
     return func(*args)
 
 
@@ -145,7 +145,7 @@ async def run_ours(root: str, threaded: bool = False, fsync_here: bool = False) 
     (the A/B of ``hops``: the store module's ``run_inline`` swapped for ``run_blocking``).
     ``fsync_here``: each fsync on the loop's thread (``hops.disk_wait`` runs it in place)."""
     local.run_inline = local.run_blocking if threaded else _RUN_INLINE  # type: ignore[assignment]
-    hops.disk_wait = _FSYNC_HERE if fsync_here else _DISK_WAIT  # type: ignore[assignment]
+    hops.disk_wait = _fsync_here if fsync_here else _DISK_WAIT  # type: ignore[assignment]
     config = make_config(f"file://{root}")
 
     async def session(i: int, sem: asyncio.Semaphore) -> None:

@@ -302,11 +302,7 @@ class LocalJsonFileStore:
         except HookagentError:
             return self
         if self._core.local_disk:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # not asyncio (trio): its threads start on first use
-                return self
-            await queue_of(loop, _disk_pool, IO_THREADS).submit(_nothing)
+            await _held_wait([], "disk", _nothing)  # the way an inline save's fsync waits
         return self
 
     async def _run(self, func: Any, *args: Any) -> Any:

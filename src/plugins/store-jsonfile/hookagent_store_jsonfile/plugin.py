@@ -4,7 +4,7 @@ session-log backend on the same files (``sessionlog``)."""
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hookagent.hookspecs import hookimpl
 
@@ -36,8 +36,7 @@ def _factory(url: str, **options: Any) -> Any:
     store = open_store(url, **options)
     if not hasattr(store, "open"):  # the fsspec store: opened by its first operation
         return store
-    local: LocalJsonFileStore = store  # type: ignore[assignment]  # (the other kind)
-    return Opening(local)
+    return Opening(cast("LocalJsonFileStore", store))  # (no import of either module here)
 
 
 @hookimpl

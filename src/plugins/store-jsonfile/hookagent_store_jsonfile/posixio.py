@@ -88,11 +88,7 @@ class Durability:
             else:
                 hops.disk_wait(_fsync, fd)
         except OSError as exc:
-            self.poisoned = f"fsync of {what}: {exc}"
-            raise StorageDurabilityError(
-                f"fsync of {what} failed ({exc}); the data may not be durable, the store handle "
-                "is poisoned and the write is not retried"
-            ) from exc
+            raise self._poison(what, exc) from exc
 
     def fsync_all(self, items: Sequence[tuple[int, str]]) -> None:
         """``fsync`` of each ``(fd, what)`` in order, in one wait: one thread hop for all
@@ -101,11 +97,14 @@ class Durability:
         failed = hops.disk_wait(_fsync_each, items)
         if failed is not None:
             what, exc = failed
-            self.poisoned = f"fsync of {what}: {exc}"
-            raise StorageDurabilityError(
-                f"fsync of {what} failed ({exc}); the data may not be durable, the store handle "
-                "is poisoned and the write is not retried"
-            ) from exc
+            raise self._poison(what, exc) from exc
+
+    def _poison(self, what: str, exc: OSError) -> StorageDurabilityError:
+        self.poisoned = f"fsync of {what}: {exc}"
+        return StorageDurabilityError(
+            f"fsync of {what} failed ({exc}); the data may not be durable, the store handle "
+            "is poisoned and the write is not retried"
+        )
 
 
 def _fsync(fd: int) -> None:
